@@ -1,0 +1,54 @@
+// Package keys builds every Redis key surge uses. Keys of one SKU share the
+// hash tag {sku:X}, so a Lua script sees all of them on one master; keys of
+// one order share {ord:ID}.
+package keys
+
+// Avail is the number of units of sku still sellable.
+func Avail(sku string) string { return "{sku:" + sku + "}:avail" }
+
+// Resv is the hash order_id -> "qty:reserved_at_ms" of open reservations.
+func Resv(sku string) string { return "{sku:" + sku + "}:resv" }
+
+// Sold is the number of units of sku committed to MySQL.
+func Sold(sku string) string { return "{sku:" + sku + "}:sold" }
+
+// Stock is the total stock of sku as last loaded by operations.
+func Stock(sku string) string { return "{sku:" + sku + "}:stock" }
+
+// OrderState is the per-order outcome on the SKU's slot: A(ccepted),
+// S(old out at the gateway), C(ommitted), X (rejected, released). It makes
+// the reserve, commit and release scripts idempotent per order id, and
+// expires with the idempotency window.
+func OrderState(sku, orderID string) string { return "{sku:" + sku + "}:ord:" + orderID }
+
+// SKUPattern matches the stock keys of every SKU, for SCAN on each master.
+const SKUPattern = "{sku:*}:stock"
+
+// SKUFromStockKey extracts the SKU from a key matched by SKUPattern; ok is
+// false for any other key.
+func SKUFromStockKey(key string) (sku string, ok bool) {
+	const prefix, suffix = "{sku:", "}:stock"
+	if len(key) <= len(prefix)+len(suffix) || key[:len(prefix)] != prefix || key[len(key)-len(suffix):] != suffix {
+		return "", false
+	}
+	return key[len(prefix) : len(key)-len(suffix)], true
+}
+
+// Idem is the idempotency record of one order: the fingerprint of the
+// request that created it. It also lets GET /v1/orders/{id} find the SKU.
+func Idem(orderID string) string { return "{ord:" + orderID + "}:idem" }
+
+// Lock is the lease key of a distributed lock on name.
+func Lock(name string) string { return "{lock:" + name + "}" }
+
+// LockFence is the counter that backs a lock's fencing tokens in Redis.
+func LockFence(name string) string { return "{lock:" + name + "}:fence" }
+
+// Product is the cached product view of sku.
+func Product(sku string) string { return "{cache:product:" + sku + "}" }
+
+// ProductLease is the rebuild lease of the cached product view of sku.
+func ProductLease(sku string) string { return "{cache:product:" + sku + "}:lease" }
+
+// RateLimit is the rate-limit counter of one subject (customer or IP).
+func RateLimit(subject string) string { return "{rl:" + subject + "}" }

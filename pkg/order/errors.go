@@ -1,0 +1,41 @@
+package order
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Domain errors. Adapters wrap them with %w; the HTTP layer, opsctl and the
+// worker's classifier test them with errors.Is.
+var (
+	// ErrInvalid marks input that fails validation; the message says which field.
+	ErrInvalid = errors.New("invalid request")
+	// ErrSoldOut means the SKU has fewer units available than asked for.
+	ErrSoldOut = errors.New("sold out")
+	// ErrUnknownSKU means no product exists under that SKU.
+	ErrUnknownSKU = errors.New("unknown sku")
+	// ErrNotLoaded means the SKU's stock is not in Redis (never loaded, or
+	// lost); the gateway must not sell it.
+	ErrNotLoaded = errors.New("stock not loaded")
+	// ErrIdempotencyMismatch means an idempotency key was reused with a
+	// different request body.
+	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different body")
+	// ErrNotFound means the order (or other object) does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrUnavailable means a dependency failed; the caller may retry.
+	ErrUnavailable = errors.New("unavailable")
+	// ErrConflict means the request contradicts the current state (for
+	// example stock set below what is already sold).
+	ErrConflict = errors.New("conflict")
+	// ErrStaleFence means a write carried a fencing token lower than one
+	// already recorded: a newer lock holder owns the order.
+	ErrStaleFence = errors.New("stale fencing token")
+)
+
+// invalid builds a validation error that wraps ErrInvalid.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// Invalid is invalid for other packages that validate their own inputs.
+func Invalid(format string, args ...any) error { return invalid(format, args...) }

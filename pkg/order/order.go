@@ -1,0 +1,141 @@
+// Package order holds surge's domain: an order, its statuses, the
+// validation every entry point applies, and the errors the rest of the
+// code maps to HTTP statuses, exit codes and dead-letter reasons.
+//
+// It imports no infrastructure: Redis, RabbitMQ and MySQL adapters import
+// this package, never the reverse.
+package order
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// Limits on client-supplied fields. They bound Redis key sizes and MySQL
+// column widths, so they are part of the HTTP contract.
+const (
+	MaxSKULen        = 64
+	MaxCustomerLen   = 64
+	MaxIdemKeyLen    = 128
+	MaxQty           = 1000
+	MaxStock         = 1_000_000_000
+	MaxNameLen       = 200
+	MaxPriceCents    = 1_000_000_000_00
+	orderIDHashBytes = 12
+)
+
+// Status is where an order stands.
+type Status string
+
+// The statuses an order moves through: accepted by the gateway, then
+// invoiced or rejected by a worker.
+const (
+	StatusAccepted Status = "accepted"
+	StatusInvoiced Status = "invoiced"
+	StatusRejected Status = "rejected"
+)
+
+// Reasons recorded with a rejected order or a dead letter.
+const (
+	ReasonSoldOut    = "sold_out"
+	ReasonUnknownSKU = "unknown_sku"
+	ReasonMalformed  = "malformed"
+)
+
+// Order is one customer's request for qty units of one SKU. It is also the
+// body of the message the gateway publishes (JSON field names are the
+// contract with the queue's other readers).
+type Order struct {
+	ID         string `json:"order_id"`
+	SKU        string `json:"sku"`
+	Qty        int    `json:"qty"`
+	CustomerID string `json:"customer_id"`
+	// AcceptedAtMs is when the gateway reserved the stock (Unix ms).
+	AcceptedAtMs int64 `json:"accepted_at_ms,omitempty"`
+}
+
+// Validate checks every field of an order as a client sent it. The error
+// names the first offending field; it wraps ErrInvalid.
+func (o Order) Validate() error {
+	if err := ValidateSKU(o.SKU); err != nil {
+		return err
+	}
+	if o.Qty < 1 || o.Qty > MaxQty {
+		return invalid("qty must be an integer between 1 and %d", MaxQty)
+	}
+	if err := validateToken("customer_id", o.CustomerID, MaxCustomerLen); err != nil {
+		return err
+	}
+	return nil
+}
+
+// ValidateSKU checks a SKU: 1-64 characters of [A-Za-z0-9._-].
+func ValidateSKU(sku string) error {
+	return validateToken("sku", sku, MaxSKULen)
+}
+
+// ValidateIdempotencyKey checks an Idempotency-Key header: 1-128 printable
+// ASCII characters.
+func ValidateIdempotencyKey(key string) error {
+	if key == "" {
+		return invalid("Idempotency-Key header is required")
+	}
+	if len(key) > MaxIdemKeyLen {
+		return invalid("Idempotency-Key must be at most %d characters", MaxIdemKeyLen)
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return invalid("Idempotency-Key must be printable ASCII")
+		}
+	}
+	return nil
+}
+
+// validateToken accepts identifiers made of letters, digits, '.', '_' and
+// '-': safe inside Redis keys (no braces, so no hash-tag confusion), log
+// lines and URLs.
+func validateToken(field, v string, max int) error {
+	if v == "" {
+		return invalid("%s is required", field)
+	}
+	if len(v) > max {
+		return invalid("%s must be at most %d characters", field, max)
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '.' || c == '_' || c == '-'
+		if !ok {
+			return invalid("%s may contain only letters, digits, '.', '_' and '-'", field)
+		}
+	}
+	return nil
+}
+
+// IDFor derives the order id from the customer and their idempotency key.
+// The same (customer, key) always names the same order, so every layer
+// (reservation, queue, MySQL) deduplicates retries by order id, even after
+// a Redis failover lost the idempotency record.
+func IDFor(customerID, idemKey string) string {
+	h := sha256.Sum256([]byte(customerID + "\x00" + idemKey))
+	return "o_" + hex.EncodeToString(h[:orderIDHashBytes])
+}
+
+// ValidateID checks an order id as produced by IDFor.
+func ValidateID(id string) error {
+	if len(id) != 2+2*orderIDHashBytes || !strings.HasPrefix(id, "o_") {
+		return invalid("order id is malformed")
+	}
+	if _, err := hex.DecodeString(id[2:]); err != nil {
+		return invalid("order id is malformed")
+	}
+	return nil
+}
+
+// Fingerprint identifies the body of a request so that a reused
+// idempotency key with a different body can be told apart (422).
+func (o Order) Fingerprint() string {
+	return fmt.Sprintf("%s|%d|%s", o.SKU, o.Qty, o.CustomerID)
+}
