@@ -1,0 +1,257 @@
+// Package stock keeps a SKU's units in Redis Cluster: avail, open
+// reservations and sold, all under the SKU's hash tag so that each
+// transition is one atomic Lua script (see lua/). It turns the scripts'
+// return codes into order's domain errors.
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"surge/lua"
+	"surge/pkg/keys"
+	"surge/pkg/order"
+)
+
+// Client is the part of a Redis client the stock scripts need.
+// *redis.ClusterClient satisfies it.
+type Client interface {
+	redis.Scripter
+}
+
+var _ Client = (*redis.ClusterClient)(nil)
+
+// Options tunes a Stock. The zero value means the defaults.
+type Options struct {
+	// StateTTL is how long the per-order state that makes the scripts
+	// idempotent is kept: the idempotency window. Default 24h.
+	StateTTL time.Duration
+	// Now returns the current time. Default time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) setDefaults() {
+	if o.StateTTL <= 0 {
+		o.StateTTL = 24 * time.Hour
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Stock runs the stock scripts against Redis Cluster.
+type Stock struct {
+	rdb  Client
+	ttl  string
+	opts Options
+}
+
+// New returns a Stock on rdb.
+func New(rdb Client, opts Options) *Stock {
+	opts.setDefaults()
+	return &Stock{rdb: rdb, opts: opts, ttl: strconv.FormatInt(int64(opts.StateTTL/time.Second), 10)}
+}
+
+// LoadScripts loads every script on every master so that the hot path
+// sends only EVALSHA. Nodes that restart later get the script again through
+// go-redis's EVAL fallback.
+func LoadScripts(ctx context.Context, rdb *redis.ClusterClient) error {
+	return rdb.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		for _, s := range lua.All() {
+			if err := s.Load(ctx, n).Err(); err != nil {
+				return fmt.Errorf("load script on %s: %w", n.Options().Addr, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Reservation says how a Reserve call ended.
+type Reservation struct {
+	// Repeat is true when the order id had been reserved before: nothing
+	// changed and the first outcome is reported again.
+	Repeat bool
+	// Avail is the number of units left after a fresh reservation.
+	Avail int
+}
+
+// Reserve moves o.Qty units of o.SKU from avail into a reservation held by
+// o.ID. It returns order.ErrSoldOut (possibly with Repeat set) when fewer
+// units are available, order.ErrNotLoaded when the SKU's stock is not in
+// Redis, and a wrapped Redis error otherwise.
+func (s *Stock) Reserve(ctx context.Context, o order.Order) (Reservation, error) {
+	ks := []string{keys.Avail(o.SKU), keys.Resv(o.SKU), keys.OrderState(o.SKU, o.ID)}
+	now := strconv.FormatInt(s.opts.Now().UnixMilli(), 10)
+	res, err := lua.Reserve.Run(ctx, s.rdb, ks, o.ID, o.Qty, now, s.ttl).Int64Slice()
+	if err != nil {
+		return Reservation{}, fmt.Errorf("reserve sku=%s order=%s: %w", o.SKU, o.ID, err)
+	}
+	if len(res) != 2 {
+		return Reservation{}, fmt.Errorf("reserve sku=%s: unexpected reply %v", o.SKU, res)
+	}
+	switch res[0] {
+	case 1:
+		return Reservation{Avail: int(res[1])}, nil
+	case 2:
+		return Reservation{Repeat: true}, nil
+	case 0:
+		return Reservation{}, fmt.Errorf("reserve sku=%s qty=%d avail=%d: %w", o.SKU, o.Qty, res[1], order.ErrSoldOut)
+	case 3:
+		return Reservation{Repeat: true}, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrSoldOut)
+	case -1:
+		return Reservation{}, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrNotLoaded)
+	}
+	return Reservation{}, fmt.Errorf("reserve sku=%s: unexpected code %d", o.SKU, res[0])
+}
+
+// CommitOutcome says how a Commit call ended.
+type CommitOutcome int
+
+// Commit outcomes, as the commit script reports them.
+const (
+	CommittedAlready   CommitOutcome = 0
+	CommittedFromResv  CommitOutcome = 1
+	CommittedFromAvail CommitOutcome = 2
+)
+
+// Commit moves a committed order's units from its reservation to sold
+// (or from avail when the reservation was lost). Run it only after MySQL
+// committed the order's invoice. Idempotent per order id.
+func (s *Stock) Commit(ctx context.Context, sku, orderID string, qty int) (CommitOutcome, error) {
+	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.Sold(sku), keys.OrderState(sku, orderID)}
+	code, err := lua.Commit.Run(ctx, s.rdb, ks, orderID, qty, s.ttl).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("commit sku=%s order=%s: %w", sku, orderID, err)
+	}
+	if code < 0 {
+		return 0, fmt.Errorf("commit sku=%s order=%s: %w", sku, orderID, order.ErrNotLoaded)
+	}
+	return CommitOutcome(code), nil
+}
+
+// ReleaseMode says what a release leaves behind for the order id.
+type ReleaseMode string
+
+// Release modes: see lua/release.lua.
+const (
+	// Forget erases the order (its publish failed): a retry reserves anew.
+	Forget ReleaseMode = "forget"
+	// Reject keeps the order's state so that a retry is answered as before.
+	Reject ReleaseMode = "reject"
+)
+
+// ErrCommitted is returned by Release for an order already committed:
+// sold units are never released.
+var ErrCommitted = errors.New("order already committed")
+
+// Release returns an order's reserved units to avail and reports how many
+// were released (0 when there was no reservation). Idempotent.
+func (s *Stock) Release(ctx context.Context, sku, orderID string, mode ReleaseMode) (int, error) {
+	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.OrderState(sku, orderID)}
+	n, err := lua.Release.Run(ctx, s.rdb, ks, orderID, string(mode), s.ttl).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("release sku=%s order=%s: %w", sku, orderID, err)
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("release sku=%s order=%s: %w", sku, orderID, ErrCommitted)
+	}
+	return int(n), nil
+}
+
+// SetStock sets sku's total stock in Redis, keeping sold units and open
+// reservations; mysqlSold seeds the sold counter of a SKU Redis has never
+// seen. It returns the resulting view.
+func (s *Stock) SetStock(ctx context.Context, sku string, total, mysqlSold int) (View, error) {
+	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.Sold(sku), keys.Stock(sku)}
+	if _, err := lua.Load.Run(ctx, s.rdb, ks, total, mysqlSold).Int64Slice(); err != nil {
+		return View{}, fmt.Errorf("load stock sku=%s: %w", sku, err)
+	}
+	return s.View(ctx, sku)
+}
+
+// View is one consistent snapshot of a SKU in Redis.
+type View struct {
+	SKU string `json:"sku"`
+	// Loaded is false when Redis holds no stock for the SKU.
+	Loaded   bool `json:"loaded"`
+	Stock    int  `json:"stock"`
+	Avail    int  `json:"avail"`
+	Sold     int  `json:"sold"`
+	Reserved int  `json:"reserved"`
+	// Reservations maps order id to its open reservation.
+	Reservations map[string]Held `json:"reservations,omitempty"`
+}
+
+// Held is one open reservation.
+type Held struct {
+	Qty        int       `json:"qty"`
+	ReservedAt time.Time `json:"reserved_at"`
+}
+
+// Consistent reports whether avail + reserved + sold == stock.
+func (v View) Consistent() bool { return v.Avail+v.Reserved+v.Sold == v.Stock }
+
+// View reads sku's stock keys in one atomic snapshot.
+func (s *Stock) View(ctx context.Context, sku string) (View, error) {
+	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.Sold(sku), keys.Stock(sku)}
+	raw, err := lua.View.Run(ctx, s.rdb, ks).Slice()
+	if err != nil {
+		return View{}, fmt.Errorf("view sku=%s: %w", sku, err)
+	}
+	return parseView(sku, raw)
+}
+
+func parseView(sku string, raw []any) (View, error) {
+	v := View{SKU: sku, Reservations: map[string]Held{}}
+	if len(raw) != 4 {
+		return v, fmt.Errorf("view sku=%s: unexpected reply length %d", sku, len(raw))
+	}
+	nums := []*int{&v.Stock, &v.Avail, &v.Sold}
+	for i, p := range nums {
+		s, ok := raw[i].(string)
+		if !ok {
+			continue // missing key: false in Lua, nil here
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return v, fmt.Errorf("view sku=%s: field %d: %w", sku, i, err)
+		}
+		*p = n
+	}
+	_, availSet := raw[1].(string)
+	v.Loaded = availSet
+	flat, _ := raw[3].([]any)
+	for i := 0; i+1 < len(flat); i += 2 {
+		id, _ := flat[i].(string)
+		val, _ := flat[i+1].(string)
+		h, err := parseHeld(val)
+		if err != nil {
+			return v, fmt.Errorf("view sku=%s reservation %s: %w", sku, id, err)
+		}
+		v.Reservations[id] = h
+		v.Reserved += h.Qty
+	}
+	return v, nil
+}
+
+func parseHeld(val string) (Held, error) {
+	qtyStr, msStr, ok := strings.Cut(val, ":")
+	if !ok {
+		return Held{}, fmt.Errorf("malformed reservation %q", val)
+	}
+	qty, err := strconv.Atoi(qtyStr)
+	if err != nil {
+		return Held{}, fmt.Errorf("malformed reservation qty %q: %w", val, err)
+	}
+	ms, err := strconv.ParseInt(msStr, 10, 64)
+	if err != nil {
+		return Held{}, fmt.Errorf("malformed reservation time %q: %w", val, err)
+	}
+	return Held{Qty: qty, ReservedAt: time.UnixMilli(ms).UTC()}, nil
+}

@@ -1,0 +1,188 @@
+package stock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"surge/internal/testenv"
+	"surge/pkg/order"
+	"surge/pkg/stock"
+)
+
+func setup(t *testing.T, total int) (*stock.Stock, string) {
+	t.Helper()
+	rdb := testenv.Redis(t)
+	sku := testenv.Unique("stk-")
+	testenv.CleanupSKU(t, rdb, sku)
+	s := stock.New(rdb, stock.Options{})
+	if err := stock.LoadScripts(context.Background(), rdb); err != nil {
+		t.Fatal(err)
+	}
+	if total >= 0 {
+		if _, err := s.SetStock(context.Background(), sku, total, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, sku
+}
+
+func mustView(t *testing.T, s *stock.Stock, sku string) stock.View {
+	t.Helper()
+	v, err := s.View(context.Background(), sku)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.Consistent() {
+		t.Fatalf("avail %d + reserved %d + sold %d != stock %d", v.Avail, v.Reserved, v.Sold, v.Stock)
+	}
+	return v
+}
+
+func ord(sku string, n, qty int) order.Order {
+	return order.Order{ID: order.IDFor("c", fmt.Sprint(sku, n)), SKU: sku, Qty: qty, CustomerID: "c"}
+}
+
+func TestReserveCommitRelease(t *testing.T) {
+	ctx := context.Background()
+	s, sku := setup(t, 5)
+	a, b := ord(sku, 1, 2), ord(sku, 2, 3)
+	if r, err := s.Reserve(ctx, a); err != nil || r.Repeat || r.Avail != 3 {
+		t.Fatalf("reserve a: %+v %v", r, err)
+	}
+	if r, err := s.Reserve(ctx, a); err != nil || !r.Repeat {
+		t.Fatalf("repeat reserve a: %+v %v, want repeat", r, err)
+	}
+	if _, err := s.Reserve(ctx, b); err != nil {
+		t.Fatalf("reserve b: %v", err)
+	}
+	if _, err := s.Reserve(ctx, ord(sku, 3, 1)); !errors.Is(err, order.ErrSoldOut) {
+		t.Fatalf("reserve c: %v, want sold out", err)
+	}
+	v := mustView(t, s, sku)
+	if v.Avail != 0 || v.Reserved != 5 || len(v.Reservations) != 2 {
+		t.Fatalf("after reserves: %+v", v)
+	}
+	if out, err := s.Commit(ctx, sku, a.ID, a.Qty); err != nil || out != stock.CommittedFromResv {
+		t.Fatalf("commit a: %v %v", out, err)
+	}
+	if out, err := s.Commit(ctx, sku, a.ID, a.Qty); err != nil || out != stock.CommittedAlready {
+		t.Fatalf("second commit a: %v %v", out, err)
+	}
+	if n, err := s.Release(ctx, sku, a.ID, stock.Reject); !errors.Is(err, stock.ErrCommitted) || n != 0 {
+		t.Fatalf("release committed a: %d %v", n, err)
+	}
+	if n, err := s.Release(ctx, sku, b.ID, stock.Reject); err != nil || n != 3 {
+		t.Fatalf("release b: %d %v", n, err)
+	}
+	if n, err := s.Release(ctx, sku, b.ID, stock.Reject); err != nil || n != 0 {
+		t.Fatalf("second release b: %d %v", n, err)
+	}
+	if r, err := s.Reserve(ctx, b); err != nil || !r.Repeat {
+		t.Fatalf("reserve rejected b again: %+v %v, want repeat with no change", r, err)
+	}
+	v = mustView(t, s, sku)
+	if v.Avail != 3 || v.Sold != 2 || v.Reserved != 0 {
+		t.Fatalf("final: %+v", v)
+	}
+}
+
+func TestReleaseForgetAllowsNewReservation(t *testing.T) {
+	ctx := context.Background()
+	s, sku := setup(t, 1)
+	o := ord(sku, 1, 1)
+	if _, err := s.Reserve(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Release(ctx, sku, o.ID, stock.Forget); err != nil || n != 1 {
+		t.Fatalf("forget: %d %v", n, err)
+	}
+	if r, err := s.Reserve(ctx, o); err != nil || r.Repeat {
+		t.Fatalf("reserve after forget: %+v %v, want a fresh reservation", r, err)
+	}
+	mustView(t, s, sku)
+}
+
+func TestCommitWithoutReservationTakesFromAvail(t *testing.T) {
+	ctx := context.Background()
+	s, sku := setup(t, 4)
+	out, err := s.Commit(ctx, sku, ord(sku, 9, 3).ID, 3)
+	if err != nil || out != stock.CommittedFromAvail {
+		t.Fatalf("commit without reservation: %v %v", out, err)
+	}
+	v := mustView(t, s, sku)
+	if v.Avail != 1 || v.Sold != 3 {
+		t.Fatalf("view: %+v", v)
+	}
+}
+
+func TestNotLoaded(t *testing.T) {
+	ctx := context.Background()
+	s, sku := setup(t, -1)
+	if _, err := s.Reserve(ctx, ord(sku, 1, 1)); !errors.Is(err, order.ErrNotLoaded) {
+		t.Fatalf("reserve: %v, want not loaded", err)
+	}
+	if _, err := s.Commit(ctx, sku, ord(sku, 1, 1).ID, 1); !errors.Is(err, order.ErrNotLoaded) {
+		t.Fatalf("commit: %v, want not loaded", err)
+	}
+	v, err := s.View(ctx, sku)
+	if err != nil || v.Loaded {
+		t.Fatalf("view: %+v %v, want not loaded", v, err)
+	}
+}
+
+func TestSetStockKeepsSoldAndReservations(t *testing.T) {
+	ctx := context.Background()
+	s, sku := setup(t, 10)
+	a, b := ord(sku, 1, 2), ord(sku, 2, 3)
+	for _, o := range []order.Order{a, b} {
+		if _, err := s.Reserve(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Commit(ctx, sku, a.ID, a.Qty); err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.SetStock(ctx, sku, 20, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Stock != 20 || v.Sold != 2 || v.Reserved != 3 || v.Avail != 15 || !v.Consistent() {
+		t.Fatalf("after reload: %+v", v)
+	}
+}
+
+// TestConcurrentReserveLastUnits races 1000 buyers for 100 units: exactly
+// 100 win and the counters stay consistent.
+func TestConcurrentReserveLastUnits(t *testing.T) {
+	ctx := context.Background()
+	s, sku := setup(t, 100)
+	var won, lost atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 1000; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_, err := s.Reserve(ctx, ord(sku, i, 1))
+			switch {
+			case err == nil:
+				won.Add(1)
+			case errors.Is(err, order.ErrSoldOut):
+				lost.Add(1)
+			default:
+				t.Error(err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	if won.Load() != 100 || lost.Load() != 900 {
+		t.Fatalf("won %d lost %d, want 100 and 900", won.Load(), lost.Load())
+	}
+	v := mustView(t, s, sku)
+	if v.Avail != 0 || v.Reserved != 100 {
+		t.Fatalf("view: avail %d reserved %d", v.Avail, v.Reserved)
+	}
+}
