@@ -1,0 +1,138 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/jmoiron/sqlx"
+
+	"surge/pkg/order"
+)
+
+// place allocates stock to the open items, SKU by SKU in batch order, and
+// writes the orders, the invoices and each SKU's sold counter.
+func (b *batch) place(ctx context.Context, tx *sqlx.Tx) error {
+	var skus []string
+	b.pending(func(_ int, it BatchItem) { skus = append(skus, it.Order.SKU) })
+	if len(skus) == 0 {
+		return nil
+	}
+	slices.Sort(skus)
+	products, err := lockProducts(ctx, tx, slices.Compact(skus))
+	if err != nil {
+		return err
+	}
+	taken := make(map[string]int)
+	var orders []orderRow
+	var invoices []invoiceRow
+	var invoiced []int
+	b.pending(func(i int, it BatchItem) {
+		o := it.Order
+		p, ok := products[o.SKU]
+		switch {
+		case !ok:
+			b.settle(i, BatchResult{Err: fmt.Errorf("process order %s: read product sku=%s: %w", o.ID, o.SKU, order.ErrUnknownSKU)})
+		case p.Sold+taken[o.SKU]+o.Qty <= p.Stock:
+			taken[o.SKU] += o.Qty
+			amount := p.PriceCents * int64(o.Qty)
+			b.out[i].Result = Result{Status: order.StatusInvoiced, AmountCents: amount}
+			orders = append(orders, newOrderRow(o, it.Fence, order.StatusInvoiced, ""))
+			invoices = append(invoices, invoiceRow{OrderID: o.ID, SKU: o.SKU, Qty: o.Qty, AmountCents: amount})
+			invoiced = append(invoiced, i)
+		default:
+			b.out[i].Result = Result{Status: order.StatusRejected, Reason: order.ReasonSoldOut}
+			orders = append(orders, newOrderRow(o, it.Fence, order.StatusRejected, order.ReasonSoldOut))
+		}
+	})
+	if err := guardTaken(ctx, tx, taken); err != nil {
+		return err
+	}
+	if err := insertOrders(ctx, tx, orders); err != nil {
+		return err
+	}
+	ids, err := insertInvoices(ctx, tx, invoices)
+	if err != nil {
+		return err
+	}
+	for _, i := range invoiced {
+		b.out[i].InvoiceID = ids[b.items[i].Order.ID]
+	}
+	return nil
+}
+
+// lockProducts reads and row-locks the products of skus (sorted, so that
+// concurrent batches lock them in the same order). Missing SKUs are absent
+// from the map.
+func lockProducts(ctx context.Context, tx *sqlx.Tx, skus []string) (map[string]Product, error) {
+	query, args, err := sqlx.In("SELECT "+productColumns+" FROM products WHERE sku IN (?) ORDER BY sku FOR UPDATE", skus)
+	if err != nil {
+		return nil, fmt.Errorf("build product lookup: %w", err)
+	}
+	var ps []Product
+	if err := tx.SelectContext(ctx, &ps, query, args...); err != nil {
+		return nil, fmt.Errorf("lock %d products: %w", len(skus), err)
+	}
+	byKey := make(map[string]Product, len(ps))
+	for _, p := range ps {
+		byKey[p.SKU] = p
+	}
+	return byKey, nil
+}
+
+// guardTaken adds each SKU's accepted units to sold through the same guard
+// as Process. The rows are locked, so the guard cannot refuse; if it ever
+// does, the batch fails rather than invoice past the stock.
+func guardTaken(ctx context.Context, tx *sqlx.Tx, taken map[string]int) error {
+	skus := make([]string, 0, len(taken))
+	for sku := range taken {
+		skus = append(skus, sku)
+	}
+	slices.Sort(skus)
+	for _, sku := range skus {
+		r, err := tx.ExecContext(ctx, guardSQL, taken[sku], sku, taken[sku])
+		if err != nil {
+			return fmt.Errorf("guard stock sku=%s: %w", sku, err)
+		}
+		n, err := r.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("guard stock sku=%s: %w", sku, err)
+		}
+		if n != 1 {
+			return fmt.Errorf("guard stock sku=%s refused %d units under lock", sku, taken[sku])
+		}
+	}
+	return nil
+}
+
+// insertInvoices writes rows in one multi-row INSERT and returns their
+// invoice ids by order id (read back: auto-increment ids of one statement
+// are not guaranteed consecutive under every server setting).
+func insertInvoices(ctx context.Context, tx *sqlx.Tx, rows []invoiceRow) (map[string]int64, error) {
+	ids := make(map[string]int64, len(rows))
+	if len(rows) == 0 {
+		return ids, nil
+	}
+	if _, err := tx.NamedExecContext(ctx, insertInvoiceSQL, rows); err != nil {
+		return nil, fmt.Errorf("insert %d invoices: %w", len(rows), err)
+	}
+	orderIDs := make([]string, len(rows))
+	for i, r := range rows {
+		orderIDs[i] = r.OrderID
+	}
+	query, args, err := sqlx.In("SELECT order_id, invoice_id FROM invoices WHERE order_id IN (?)", orderIDs)
+	if err != nil {
+		return nil, fmt.Errorf("build invoice lookup: %w", err)
+	}
+	var got []struct {
+		OrderID   string `db:"order_id"`
+		InvoiceID int64  `db:"invoice_id"`
+	}
+	if err := tx.SelectContext(ctx, &got, query, args...); err != nil {
+		return nil, fmt.Errorf("read ids of %d invoices: %w", len(rows), err)
+	}
+	for _, g := range got {
+		ids[g.OrderID] = g.InvoiceID
+	}
+	return ids, nil
+}

@@ -1,0 +1,134 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+
+	"surge/pkg/order"
+)
+
+// Result is the outcome of processing one order.
+type Result struct {
+	// Status is order.StatusInvoiced or order.StatusRejected.
+	Status order.Status
+	// Reason says why a rejected order was refused (order.ReasonSoldOut).
+	Reason string
+	// InvoiceID and AmountCents describe the invoice of an invoiced order.
+	InvoiceID   int64
+	AmountCents int64
+	// Duplicate is true when the order had already been processed: nothing
+	// was written and the fields above are the first outcome.
+	Duplicate bool
+}
+
+// The stock guard: the only statement that sells. It affects no row when
+// the units do not fit, so MySQL never oversells whatever Redis believes.
+const guardSQL = "UPDATE products SET sold = sold + ? WHERE sku = ? AND sold + ? <= stock"
+
+// Process turns an order into an invoice, or a rejection when the stock is
+// sold out, in one transaction. With fence > 0 it first records the order's
+// fencing token and refuses (order.ErrStaleFence, nothing written) when a
+// higher one is already recorded. An order processed before is reported as
+// Duplicate with its first outcome, and writes nothing. An unknown SKU
+// fails with order.ErrUnknownSKU and writes nothing. Deadlocks and lock
+// wait timeouts come back wrapped: test them with IsTransient.
+func (s *Store) Process(ctx context.Context, o order.Order, fence int64) (Result, error) {
+	if err := validateOrder(o); err != nil {
+		return Result{}, err
+	}
+	var res Result
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		if fence > 0 {
+			recorded, err := recordFences(ctx, tx, map[string]int64{o.ID: fence})
+			if err != nil {
+				return err
+			}
+			if recorded[o.ID] > fence {
+				return staleFence(o.ID, fence, recorded[o.ID])
+			}
+		}
+		rec, found, err := lookupOrder(ctx, tx, o.ID)
+		if err != nil {
+			return err
+		}
+		if found {
+			res = rec.result()
+			return nil
+		}
+		res, err = placeOrder(ctx, tx, o, fence)
+		return err
+	})
+	if isDuplicateKey(err) {
+		// A concurrent twin committed the same order first; ours rolled back.
+		rec, rerr := s.Order(ctx, o.ID)
+		if rerr != nil {
+			return Result{}, fmt.Errorf("process order %s after a concurrent twin: %w", o.ID, rerr)
+		}
+		return rec.result(), nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("process order %s: %w", o.ID, err)
+	}
+	return res, nil
+}
+
+// placeOrder applies the stock guard and writes the order, plus its invoice
+// when the units fit.
+func placeOrder(ctx context.Context, tx *sqlx.Tx, o order.Order, fence int64) (Result, error) {
+	r, err := tx.ExecContext(ctx, guardSQL, o.Qty, o.SKU, o.Qty)
+	if err != nil {
+		return Result{}, fmt.Errorf("guard stock sku=%s: %w", o.SKU, err)
+	}
+	taken, err := r.RowsAffected()
+	if err != nil {
+		return Result{}, fmt.Errorf("guard stock sku=%s: %w", o.SKU, err)
+	}
+	var price int64
+	err = tx.GetContext(ctx, &price, "SELECT price_cents FROM products WHERE sku = ?", o.SKU)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Result{}, fmt.Errorf("read product sku=%s: %w", o.SKU, order.ErrUnknownSKU)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("read price sku=%s: %w", o.SKU, err)
+	}
+	if taken != 1 {
+		row := newOrderRow(o, fence, order.StatusRejected, order.ReasonSoldOut)
+		if err := insertOrders(ctx, tx, []orderRow{row}); err != nil {
+			return Result{}, err
+		}
+		return Result{Status: order.StatusRejected, Reason: order.ReasonSoldOut}, nil
+	}
+	if err := insertOrders(ctx, tx, []orderRow{newOrderRow(o, fence, order.StatusInvoiced, "")}); err != nil {
+		return Result{}, err
+	}
+	inv := invoiceRow{OrderID: o.ID, SKU: o.SKU, Qty: o.Qty, AmountCents: price * int64(o.Qty)}
+	r, err = tx.NamedExecContext(ctx, insertInvoiceSQL, inv)
+	if err != nil {
+		return Result{}, fmt.Errorf("insert invoice for order %s: %w", o.ID, err)
+	}
+	id, err := r.LastInsertId()
+	if err != nil {
+		return Result{}, fmt.Errorf("read invoice id of order %s: %w", o.ID, err)
+	}
+	return Result{Status: order.StatusInvoiced, InvoiceID: id, AmountCents: inv.AmountCents}, nil
+}
+
+// validateOrder checks what the schema relies on: a usable id, and the
+// domain's own rules (qty >= 1 keeps the guard from ever lowering sold).
+func validateOrder(o order.Order) error {
+	if o.ID == "" || len(o.ID) > 40 {
+		return order.Invalid("order id must be 1-40 characters")
+	}
+	if err := o.Validate(); err != nil {
+		return fmt.Errorf("process order %s: %w", o.ID, err)
+	}
+	return nil
+}
+
+func staleFence(id string, fence, recorded int64) error {
+	return fmt.Errorf("process order %s with fence %d: %w (recorded %d)", id, fence, order.ErrStaleFence, recorded)
+}

@@ -1,0 +1,116 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+
+	"surge/pkg/order"
+)
+
+// Product is one row of products: what is for sale, and how much of it
+// MySQL has already invoiced (Sold).
+type Product struct {
+	SKU        string `db:"sku"`
+	Name       string `db:"name"`
+	PriceCents int64  `db:"price_cents"`
+	Stock      int    `db:"stock"`
+	Sold       int    `db:"sold"`
+}
+
+const productColumns = "sku, name, price_cents, stock, sold"
+
+// SetStock sets a product's stock, creating the product when it is missing
+// (name and price default to empty and 0). A nil name or price keeps the
+// current value. The row stays locked for the whole transaction, so a
+// concurrent worker cannot sell between the check and the write. Setting
+// stock below what is already sold fails with order.ErrConflict.
+func (s *Store) SetStock(ctx context.Context, sku string, stock int, name *string, priceCents *int64) (Product, error) {
+	if err := validateStock(sku, stock, name, priceCents); err != nil {
+		return Product{}, err
+	}
+	var p Product
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		var newName string
+		var newPrice int64
+		if name != nil {
+			newName = *name
+		}
+		if priceCents != nil {
+			newPrice = *priceCents
+		}
+		// Create or lock the row in one statement: a SELECT ... FOR UPDATE
+		// of a missing row would only take a gap lock, and two creators
+		// would deadlock on their inserts.
+		_, err := tx.ExecContext(ctx, `INSERT INTO products (sku, name, price_cents, stock)
+			VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE sku = sku`, sku, newName, newPrice, stock)
+		if err != nil {
+			return fmt.Errorf("ensure product sku=%s: %w", sku, err)
+		}
+		err = tx.GetContext(ctx, &p, "SELECT "+productColumns+" FROM products WHERE sku = ? FOR UPDATE", sku)
+		if err != nil {
+			return fmt.Errorf("lock product sku=%s: %w", sku, err)
+		}
+		if stock < p.Sold {
+			return fmt.Errorf("set stock sku=%s to %d: %w: sold=%d already", sku, stock, order.ErrConflict, p.Sold)
+		}
+		p.Stock = stock
+		if name != nil {
+			p.Name = *name
+		}
+		if priceCents != nil {
+			p.PriceCents = *priceCents
+		}
+		_, err = tx.ExecContext(ctx, "UPDATE products SET stock = ?, name = ?, price_cents = ? WHERE sku = ?",
+			p.Stock, p.Name, p.PriceCents, sku)
+		if err != nil {
+			return fmt.Errorf("update product sku=%s: %w", sku, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return Product{}, err
+	}
+	return p, nil
+}
+
+func validateStock(sku string, stock int, name *string, priceCents *int64) error {
+	if err := order.ValidateSKU(sku); err != nil {
+		return err
+	}
+	if stock < 0 || stock > order.MaxStock {
+		return order.Invalid("stock must be an integer between 0 and %d", order.MaxStock)
+	}
+	if name != nil && len([]rune(*name)) > order.MaxNameLen {
+		return order.Invalid("name must be at most %d characters", order.MaxNameLen)
+	}
+	if priceCents != nil && (*priceCents < 0 || *priceCents > order.MaxPriceCents) {
+		return order.Invalid("price_cents must be between 0 and %d", int64(order.MaxPriceCents))
+	}
+	return nil
+}
+
+// Product reads one product; order.ErrUnknownSKU when there is none.
+func (s *Store) Product(ctx context.Context, sku string) (Product, error) {
+	var p Product
+	err := s.db.GetContext(ctx, &p, "SELECT "+productColumns+" FROM products WHERE sku = ?", sku)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Product{}, fmt.Errorf("read product sku=%s: %w", sku, order.ErrUnknownSKU)
+	}
+	if err != nil {
+		return Product{}, fmt.Errorf("read product sku=%s: %w", sku, err)
+	}
+	return p, nil
+}
+
+// ListProducts returns every product ordered by SKU.
+func (s *Store) ListProducts(ctx context.Context) ([]Product, error) {
+	ps := []Product{}
+	if err := s.db.SelectContext(ctx, &ps, "SELECT "+productColumns+" FROM products ORDER BY sku"); err != nil {
+		return nil, fmt.Errorf("list products: %w", err)
+	}
+	return ps, nil
+}
