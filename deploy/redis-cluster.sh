@@ -12,10 +12,11 @@
 #   SURGE_VAR_DIR             state dir; nodes live in <dir>/redis-cluster/<port>  (<repo>/var)
 #   SURGE_REDIS_MAXMEMORY     maxmemory per node                          (256mb)
 #   SURGE_CLUSTER_TIMEOUT     seconds to wait for a healthy cluster       (60)
+#   SURGE_REDIS_ACL_FILE      ACL file loaded when it exists   (<repo>/deploy/redis-acl.conf)
 #
-# When deploy/redis-acl.conf exists the nodes load it with `aclfile`. The file then owns
-# every user, `default` included, so it must keep `user default on >PASSWORD ~* &* +@all`
-# (the nodes authenticate to each other as default with masterauth).
+# When the ACL file exists the nodes load it with `aclfile` (running nodes pick it up on their
+# next start). The file then owns every user, `default` included, so it must keep
+# `user default on >PASSWORD ~* &* +@all`: the nodes replicate as default with masterauth.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,7 +25,7 @@ PASSWORD="${SURGE_REDIS_PASSWORD:-surge}"
 VAR_DIR="${SURGE_VAR_DIR:-$REPO_ROOT/var}"
 MAXMEMORY="${SURGE_REDIS_MAXMEMORY:-256mb}"
 TIMEOUT="${SURGE_CLUSTER_TIMEOUT:-60}"
-ACL_FILE="$REPO_ROOT/deploy/redis-acl.conf"
+ACL_FILE="${SURGE_REDIS_ACL_FILE:-$REPO_ROOT/deploy/redis-acl.conf}"
 NODES=6
 HOST=127.0.0.1
 
@@ -77,6 +78,8 @@ requirepass $PASSWORD
 masterauth $PASSWORD
 EOF
 		if [[ -f "$ACL_FILE" ]]; then
+			grep -q '^user default ' "$ACL_FILE" ||
+				die "$ACL_FILE defines no 'user default' line; the nodes would lose their password"
 			printf 'aclfile %s\n' "$ACL_FILE"
 		fi
 	} >"$dir/redis.conf"
@@ -118,8 +121,8 @@ start_nodes() {
 	for port in $(ports); do start_node "$port"; done
 }
 
-# create_if_new creates the cluster when every node is fresh, and adds single fresh nodes
-# (a wiped directory) to an existing cluster as replicas. Anything else is left to the wait.
+# create_if_new creates the cluster when every node is fresh, and brings single fresh nodes
+# (a wiped directory) into an existing cluster as replicas. Anything else is left to the wait.
 create_if_new() {
 	local port fresh=() member=() addrs=()
 	for port in $(ports); do
@@ -142,11 +145,69 @@ create_if_new() {
 			{ cat "$CLUSTER_DIR/create.log" >&2; die "cluster create failed"; }
 		return 0
 	fi
-	for port in "${fresh[@]}"; do
-		log "node $port is alone (fresh directory); adding it as a replica via ${member[0]}"
-		redis-cli -a "$PASSWORD" --no-auth-warning --cluster add-node "$HOST:$port" \
-			"$HOST:${member[0]}" --cluster-slave >>"$CLUSTER_DIR/add-node.log" 2>&1 ||
-			{ tail -n 20 "$CLUSTER_DIR/add-node.log" >&2; die "adding node $port failed"; }
+	for port in "${fresh[@]}"; do rejoin_fresh "$port" "${member[@]}"; done
+}
+
+# rejoin_fresh PORT MEMBER... replaces the identity PORT had before its directory was lost:
+# its slots go to its replica (CLUSTER FAILOVER TAKEOVER), the members forget it, and the
+# fresh node joins as a replica.
+rejoin_fresh() {
+	local port=$1 seed=$2 myid id
+	shift
+	myid="$(cli "$port" CLUSTER MYID | tr -d '\r')"
+	log "node $port is alone (fresh directory); it rejoins as a replica via $seed"
+	for id in $(cli "$seed" CLUSTER NODES | awk -v a="$HOST:$port@" -v me="$myid" \
+		'$1 != me && $3 !~ /myself/ && (index($2, a) == 1 || $3 ~ /noaddr/) {print $1}'); do
+		hand_over_slots "$id" "$@"
+		for seed in "$@"; do forget "$seed" "$id"; done
+	done
+	redis-cli -a "$PASSWORD" --no-auth-warning --cluster add-node "$HOST:$port" \
+		"$HOST:$1" --cluster-slave >>"$CLUSTER_DIR/add-node.log" 2>&1 ||
+		{ tail -n 20 "$CLUSTER_DIR/add-node.log" >&2; die "adding node $port failed"; }
+}
+
+# hand_over_slots ID MEMBER... promotes the live replica of the lost master ID, if ID still
+# owns slots, and waits until no member sees ID owning any.
+hand_over_slots() {
+	local id=$1 member replica deadline=$((SECONDS + TIMEOUT))
+	shift
+	owns_slots "$id" "$@" || return 0
+	replica="$(cli "$1" CLUSTER NODES | awk -v id="$id" '$4 == id && $3 !~ /fail/ {split($2, a, "[:@]"); print a[2]; exit}')"
+	[[ -n "$replica" ]] || die "lost master $id has no live replica; its slots cannot be recovered here"
+	log "promoting replica $replica in place of lost master $id"
+	cli "$replica" CLUSTER FAILOVER TAKEOVER >/dev/null
+	while owns_slots "$id" "$@"; do
+		((SECONDS < deadline)) || die "replica $replica did not take over the slots of $id in ${TIMEOUT}s"
+		sleep 0.2
+	done
+}
+
+# owns_slots ID MEMBER... succeeds when any member still sees ID owning slots.
+owns_slots() {
+	local id=$1 member
+	shift
+	for member in "$@"; do
+		cli "$member" CLUSTER NODES | awk -v id="$id" '$1 == id && NF > 8 {found=1} END {exit !found}' &&
+			return 0
+	done
+	return 1
+}
+
+# forget PORT ID makes PORT forget the peer ID (ignored when PORT does not know it).
+forget() {
+	cli "$1" CLUSTER NODES | awk -v id="$2" '$1 == id && $3 !~ /myself/ {found=1} END {exit !found}' || return 0
+	log "node $1 forgets the stale identity $2"
+	cli "$1" CLUSTER FORGET "$2" >/dev/null || log "warning: node $1 could not forget $2"
+}
+
+# forget_noaddr makes every node forget slotless peers flagged noaddr: on this fixed set of
+# ports that is an identity whose address a rejoined node (wiped directory) took over.
+forget_noaddr() {
+	local port id
+	for port in $(ports); do
+		for id in $(cli "$port" CLUSTER NODES | awk '$3 ~ /noaddr/ && NF <= 8 {print $1}'); do
+			forget "$port" "$id"
+		done
 	done
 }
 
@@ -163,7 +224,20 @@ healthy_reason() {
 			echo "node $port still flags a peer as failing"
 			return
 		fi
+		if [[ "$(role_of "$port")" == slave ]] &&
+			! cli "$port" INFO replication | tr -d '\r' | grep -qx 'master_link_status:up'; then
+			echo "replica $port is not in sync with its master yet"
+			return
+		fi
 	done
+	[[ "$(for port in $(ports); do slot_owners "$port"; echo; done | sort -u | wc -l)" == 1 ]] ||
+		echo "nodes disagree on which masters own the slots"
+}
+
+# slot_owners PORT prints, on one line, the masters owning slots as PORT sees them.
+slot_owners() {
+	cli "$1" CLUSTER NODES | awk '$3 ~ /master/ && NF > 8 {s=$1; for (i=9;i<=NF;i++) s=s" "$i; print s}' |
+		sort | tr '\n' ';'
 }
 
 wait_healthy() {
@@ -181,6 +255,7 @@ wait_healthy() {
 cmd_start() {
 	start_nodes
 	create_if_new
+	forget_noaddr
 	wait_healthy
 }
 
@@ -192,24 +267,36 @@ cmd_restart_dead() {
 # role_of PORT prints master/replica as this node sees itself.
 role_of() { cli "$1" ROLE 2>/dev/null | head -n 1 | tr -d '\r'; }
 
-cmd_stop() {
-	local port pass role dir i
-	# Replicas first, then masters, so no replica is promoted while the nodes go down.
-	for pass in slave master; do
-		for port in $(ports); do
-			alive "$port" || continue
-			role="$(role_of "$port")"
-			[[ "$pass" == slave && "$role" != slave ]] && continue
-			dir="$(node_dir "$port")"
-			log "shutting down node $port ($role)"
-			cli "$port" SHUTDOWN >/dev/null 2>&1 || true
-			for i in $(seq 1 100); do
-				alive "$port" || break
-				sleep 0.1
-			done
-			alive "$port" && die "node $port still answers after SHUTDOWN; log: $dir/redis.log"
+# shutdown_nodes PORT... sends SHUTDOWN to each node, then waits until every process exited.
+shutdown_nodes() {
+	local port pids=() pid i
+	for port in "$@"; do
+		log "shutting down node $port ($(role_of "$port"))"
+		pids+=("$(cat "$(node_dir "$port")/redis.pid" 2>/dev/null || true)")
+		cli "$port" SHUTDOWN >/dev/null 2>&1 || true
+	done
+	for pid in "${pids[@]}"; do
+		[[ -n "$pid" ]] || continue
+		for i in $(seq 1 150); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
 		done
 	done
+	for port in "$@"; do
+		alive "$port" && die "node $port still answers after SHUTDOWN; log: $(node_dir "$port")/redis.log"
+	done
+	return 0
+}
+
+cmd_stop() {
+	local port replicas=() masters=()
+	for port in $(ports); do
+		alive "$port" || continue
+		if [[ "$(role_of "$port")" == slave ]]; then replicas+=("$port"); else masters+=("$port"); fi
+	done
+	# Replicas first, then masters, so no replica is promoted while the nodes go down.
+	((${#replicas[@]} == 0)) || shutdown_nodes "${replicas[@]}"
+	((${#masters[@]} == 0)) || shutdown_nodes "${masters[@]}"
 	log "all nodes stopped (data kept under $CLUSTER_DIR)"
 }
 
