@@ -23,6 +23,7 @@ import (
 // *redis.ClusterClient satisfies it.
 type Client interface {
 	redis.Scripter
+	Get(ctx context.Context, key string) *redis.StringCmd
 }
 
 var _ Client = (*redis.ClusterClient)(nil)
@@ -254,4 +255,17 @@ func parseHeld(val string) (Held, error) {
 		return Held{}, fmt.Errorf("malformed reservation time %q: %w", val, err)
 	}
 	return Held{Qty: qty, ReservedAt: time.UnixMilli(ms).UTC()}, nil
+}
+
+// State returns the per-order state letter of orderID on sku's slot
+// (A accepted, S sold out, C committed, X rejected) or "" when none.
+func (s *Stock) State(ctx context.Context, sku, orderID string) (string, error) {
+	st, err := s.rdb.Get(ctx, keys.OrderState(sku, orderID)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("order state sku=%s order=%s: %w", sku, orderID, err)
+	}
+	return st, nil
 }

@@ -1,0 +1,118 @@
+// Package app assembles surge's programs from their packages: it opens the
+// engines, wires the handlers, runs them and shuts them down in a
+// documented order. The services' mains only read configuration and call
+// it; tests call it too, with their own names and ":0" ports.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"surge/pkg/cluster"
+	"surge/pkg/config"
+	"surge/pkg/gateway"
+	"surge/pkg/order"
+	"surge/pkg/queue"
+	"surge/pkg/stock"
+	"surge/pkg/store"
+)
+
+// engines are the clients a service holds. close shuts them in reverse
+// order of opening.
+type engines struct {
+	redis *cluster.Client
+	mq    *queue.Conn
+	db    *store.Store
+}
+
+func openEngines(ctx context.Context, c config.Common, name string, log *slog.Logger) (*engines, error) {
+	e := &engines{}
+	e.redis = cluster.New(c.Redis.Options())
+	if err := stock.LoadScripts(ctx, e.redis.ClusterClient); err != nil {
+		e.close()
+		return nil, fmt.Errorf("redis cluster: %w", err)
+	}
+	db, err := store.Open(ctx, c.MySQL.DSN, store.Options{MaxOpenConns: c.MySQL.MaxConns, MaxIdleConns: c.MySQL.MaxConns})
+	if err != nil {
+		e.close()
+		return nil, fmt.Errorf("mysql: %w", err)
+	}
+	e.db = db
+	mq, err := queue.Dial(ctx, c.AMQP.URL, queue.WithConnectionName("surge-"+name), queue.WithLogger(log))
+	if err != nil {
+		e.close()
+		return nil, fmt.Errorf("rabbitmq: %w", err)
+	}
+	e.mq = mq
+	if err := declare(mq, c.AMQP.Topology()); err != nil {
+		e.close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func declare(mq *queue.Conn, topo queue.Topology) error {
+	ch, err := mq.Channel()
+	if err != nil {
+		return fmt.Errorf("open channel to declare topology: %w", err)
+	}
+	defer ch.Close()
+	if err := topo.Declare(ch); err != nil {
+		return fmt.Errorf("declare topology: %w", err)
+	}
+	return nil
+}
+
+func (e *engines) close() {
+	if e.mq != nil {
+		_ = e.mq.Close()
+	}
+	if e.db != nil {
+		_ = e.db.Close()
+	}
+	if e.redis != nil {
+		_ = e.redis.Close()
+	}
+}
+
+// NewLogger returns the JSON logger every service uses, at level (debug,
+// info, warn, error).
+func NewLogger(level, service string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})).With("service", service)
+}
+
+// catalog answers gateway.Catalog from MySQL.
+type catalog struct{ db *store.Store }
+
+func (c catalog) Exists(ctx context.Context, sku string) (bool, error) {
+	_, err := c.db.Product(ctx, sku)
+	if errors.Is(err, order.ErrUnknownSKU) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ledger answers gateway.Ledger from MySQL.
+type ledger struct{ db *store.Store }
+
+func (l ledger) FinalOrder(ctx context.Context, id string) (gateway.OrderView, error) {
+	r, err := l.db.Order(ctx, id)
+	if err != nil {
+		return gateway.OrderView{}, err
+	}
+	return gateway.OrderView{OrderID: r.ID, Status: order.Status(r.Status), SKU: r.SKU, Qty: r.Qty,
+		Reason: r.Reason, InvoiceID: r.InvoiceID}, nil
+}
+
+var (
+	_ gateway.Catalog = catalog{}
+	_ gateway.Ledger  = ledger{}
+)

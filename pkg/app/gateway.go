@@ -1,0 +1,111 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"surge/pkg/config"
+	"surge/pkg/gateway"
+	"surge/pkg/httpapi"
+	"surge/pkg/idem"
+	"surge/pkg/ops"
+	"surge/pkg/queue"
+	"surge/pkg/stock"
+)
+
+// GatewayConfig is the gateway's configuration (SURGE_ variables).
+type GatewayConfig struct {
+	config.Common
+	// HTTPAddr is SURGE_HTTP_ADDR, default 127.0.0.1:8080.
+	HTTPAddr string `envconfig:"HTTP_ADDR" default:"127.0.0.1:8080"`
+	// AdminToken guards /v1/admin: SURGE_ADMIN_TOKEN, default
+	// "surge-admin" (local only: set your own in production).
+	AdminToken string `envconfig:"ADMIN_TOKEN" default:"surge-admin"`
+	// PublishChannels is the size of the confirm-mode channel pool:
+	// SURGE_PUBLISH_CHANNELS, default 8.
+	PublishChannels int `envconfig:"PUBLISH_CHANNELS" default:"8"`
+	// ConfirmTimeout bounds the wait for a publisher confirm:
+	// SURGE_CONFIRM_TIMEOUT, default 2s.
+	ConfirmTimeout time.Duration `envconfig:"CONFIRM_TIMEOUT" default:"2s"`
+}
+
+// Gateway is the running gateway.
+type Gateway struct {
+	cfg   GatewayConfig
+	log   *slog.Logger
+	eng   *engines
+	pub   *queue.Publisher
+	srv   *http.Server
+	Stock *stock.Stock
+}
+
+// NewGateway opens the engines, declares the topology and builds the
+// HTTP server.
+func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gateway, error) {
+	eng, err := openEngines(ctx, cfg.Common, "gateway", log)
+	if err != nil {
+		return nil, err
+	}
+	topo := cfg.AMQP.Topology()
+	pub, err := queue.NewPublisher(eng.mq, topo, queue.PublisherOptions{Channels: cfg.PublishChannels, ConfirmTimeout: cfg.ConfirmTimeout})
+	if err != nil {
+		eng.close()
+		return nil, fmt.Errorf("publisher: %w", err)
+	}
+	st := stock.New(eng.redis, stock.Options{StateTTL: cfg.IdempotencyTTL})
+	records := idem.New(eng.redis, cfg.IdempotencyTTL)
+	api := &httpapi.Server{
+		Orders:     &gateway.Service{Stock: st, Idem: records, Queue: pub, Catalog: catalog{eng.db}, Log: log},
+		Status:     &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st},
+		Stock:      &ops.Stock{DB: eng.db, Redis: st},
+		AdminToken: cfg.AdminToken,
+		Log:        log,
+		Ready: []httpapi.Check{
+			{Name: "redis", Ping: eng.redis.Ready},
+			{Name: "rabbitmq", Ping: eng.mq.Ping},
+			{Name: "mysql", Ping: eng.db.Ping},
+		},
+	}
+	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st}
+	g.srv = httpapi.NewHTTPServer(cfg.HTTPAddr, api.Handler())
+	return g, nil
+}
+
+// Run serves on ln (or on HTTPAddr when ln is nil) until ctx ends, then
+// shuts down: stop accepting, finish in-flight requests (their publishes
+// and releases), close the publisher, then the engines.
+func (g *Gateway) Run(ctx context.Context, ln net.Listener) error {
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", g.cfg.HTTPAddr); err != nil {
+			g.close()
+			return fmt.Errorf("listen %s: %w", g.cfg.HTTPAddr, err)
+		}
+	}
+	g.log.Info("gateway listening", "addr", ln.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- g.srv.Serve(ln) }()
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = g.srv.Shutdown(sctx)
+		cancel()
+	}
+	g.close()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (g *Gateway) close() {
+	_ = g.pub.Close()
+	g.eng.close()
+}

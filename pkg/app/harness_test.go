@@ -1,0 +1,175 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"surge/internal/testenv"
+	"surge/pkg/app"
+	"surge/pkg/config"
+	"surge/pkg/stock"
+	"surge/pkg/store"
+)
+
+// pipeline is a gateway and a worker pool wired to the real engines, on
+// their own exchange, queues and database.
+type pipeline struct {
+	URL   string
+	Token string
+	DB    *store.Store
+	Stock *stock.Stock
+	Cfg   config.Common
+	stopW func()
+}
+
+func quietLog() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(io.Discard, nil))
+}
+
+// commonConfig returns configuration on fresh names, with the database
+// migrated.
+func commonConfig(t *testing.T) config.Common {
+	t.Helper()
+	var c config.Common
+	if err := config.Load(&c); err != nil {
+		t.Fatal(err)
+	}
+	c.Redis.Addrs, c.Redis.Password = testenv.RedisAddrs(), testenv.RedisPassword()
+	testenv.Redis(t)
+	c.AMQP.URL = testenv.AMQPURL(t)
+	name := testenv.Unique("t.orders.")
+	c.AMQP.Exchange, c.AMQP.Queue, c.AMQP.DeadQueue = name, name+".created", name+".dead"
+	c.AMQP.RetryDelays = []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}
+	c.MySQL.DSN = testenv.MySQLDSN(t)
+	if err := app.Migrate(context.Background(), c.MySQL.DSN, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteTopology(c) })
+	return c
+}
+
+func deleteTopology(c config.Common) {
+	conn, err := amqp.Dial(c.AMQP.URL)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return
+	}
+	topo := c.AMQP.Topology()
+	for _, q := range append([]string{topo.Queue, topo.DeadQueue}, topo.RetryQueues()...) {
+		_, _ = ch.QueueDelete(q, false, false, false)
+	}
+	for _, x := range []string{topo.Exchange, topo.DeadExchange, topo.RetryExchange} {
+		_ = ch.ExchangeDelete(x, false, false)
+	}
+}
+
+// startGateway runs a gateway on c until cleanup and returns its URL.
+func startGateway(t *testing.T, c config.Common) (string, *app.Gateway) {
+	t.Helper()
+	cfg := app.GatewayConfig{Common: c, AdminToken: "test-token", PublishChannels: 8, ConfirmTimeout: 2 * time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	g, err := app.NewGateway(ctx, cfg, quietLog())
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("gateway run: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String(), g
+}
+
+// startWorker runs a worker pool on c; the returned func stops it and
+// waits for its shutdown (also done at cleanup).
+func startWorker(t *testing.T, c config.Common) func() {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := app.NewWorker(ctx, app.WorkerConfig{Common: c, Prefetch: 64, Concurrency: 16}, quietLog())
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("worker run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func startPipeline(t *testing.T) *pipeline {
+	t.Helper()
+	c := commonConfig(t)
+	url, g := startGateway(t, c)
+	stopW := startWorker(t, c)
+	db, err := store.Open(context.Background(), c.MySQL.DSN, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return &pipeline{URL: url, Token: "test-token", DB: db, Stock: g.Stock, Cfg: c, stopW: stopW}
+}
+
+// loadStock sets a product's stock through the admin API.
+func (p *pipeline) loadStock(t *testing.T, sku string, n int) {
+	t.Helper()
+	testenv.CleanupSKU(t, testenv.Redis(t), sku)
+	req, _ := http.NewRequest(http.MethodPut, p.URL+"/v1/admin/stock/"+sku,
+		strings.NewReader(`{"stock":`+itoa(n)+`,"name":"Flash item","price_cents":1999}`))
+	req.Header.Set("Authorization", "Bearer "+p.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("load stock: %d %s", resp.StatusCode, body)
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s (last error: %v)", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,56 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+
+	"surge/pkg/config"
+	"surge/pkg/queue"
+	"surge/pkg/stock"
+	"surge/pkg/worker"
+)
+
+// WorkerConfig is the worker's configuration (SURGE_ variables).
+type WorkerConfig struct {
+	config.Common
+	// Prefetch is SURGE_WORKER_PREFETCH, default 128.
+	Prefetch int `envconfig:"WORKER_PREFETCH" default:"128"`
+	// Concurrency is the pool size: SURGE_WORKER_CONCURRENCY, default 32.
+	Concurrency int `envconfig:"WORKER_CONCURRENCY" default:"32"`
+}
+
+// Worker is the running worker pool.
+type Worker struct {
+	cfg  WorkerConfig
+	log  *slog.Logger
+	eng  *engines
+	cons *queue.Consumer
+	proc *worker.Processor
+}
+
+// NewWorker opens the engines, declares the topology and builds the
+// consumer and the processor.
+func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker, error) {
+	eng, err := openEngines(ctx, cfg.Common, "worker", log)
+	if err != nil {
+		return nil, err
+	}
+	proc := &worker.Processor{
+		Ledger: eng.db,
+		Stock:  stock.New(eng.redis, stock.Options{StateTTL: cfg.IdempotencyTTL}),
+		Log:    log,
+	}
+	cons := queue.NewConsumer(eng.mq, cfg.AMQP.Topology(), queue.ConsumerOptions{
+		Prefetch: cfg.Prefetch, Concurrency: cfg.Concurrency, Logger: log,
+	})
+	return &Worker{cfg: cfg, log: log, eng: eng, cons: cons, proc: proc}, nil
+}
+
+// Run consumes until ctx ends, then shuts down: stop intake, finish
+// in-flight orders (each acked after its commit), then close the engines.
+func (w *Worker) Run(ctx context.Context) error {
+	w.log.Info("worker consuming", "queue", w.cfg.AMQP.Topology().Queue, "concurrency", w.cfg.Concurrency)
+	err := w.cons.Run(ctx, func(ctx context.Context, d *queue.Delivery) { w.proc.Handle(ctx, d) })
+	w.eng.close()
+	return err
+}

@@ -1,0 +1,83 @@
+// Package config declares the settings every surge program reads from the
+// environment (prefix SURGE_) with envconfig. Each main calls Load once;
+// nothing else reads the environment.
+package config
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/kelseyhightower/envconfig"
+
+	"surge/pkg/cluster"
+	"surge/pkg/queue"
+)
+
+// Redis locates the Redis Cluster.
+type Redis struct {
+	// Addrs are the seed nodes: SURGE_REDIS_ADDRS, default 127.0.0.1:7000-7005.
+	Addrs []string `envconfig:"REDIS_ADDRS" default:"127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005"`
+	// User is the ACL user (SURGE_REDIS_USER); empty means the default user.
+	User string `envconfig:"REDIS_USER"`
+	// Password is SURGE_REDIS_PASSWORD, default "surge".
+	Password string `envconfig:"REDIS_PASSWORD" default:"surge"`
+}
+
+// Options turns the settings into cluster client options.
+func (r Redis) Options() cluster.Options {
+	return cluster.Options{Addrs: r.Addrs, Username: r.User, Password: r.Password}
+}
+
+// AMQP locates RabbitMQ and names the topology.
+type AMQP struct {
+	// URL is SURGE_AMQP_URL, default amqp://guest:guest@127.0.0.1:5672/.
+	URL string `envconfig:"AMQP_URL" default:"amqp://guest:guest@127.0.0.1:5672/"`
+	// Exchange, Queue and DeadQueue override the DESIGN.md names (tests
+	// use their own); empty means the defaults.
+	Exchange  string `envconfig:"AMQP_EXCHANGE"`
+	Queue     string `envconfig:"AMQP_QUEUE"`
+	DeadQueue string `envconfig:"AMQP_DEAD_QUEUE"`
+	// RetryDelays are the retry tiers, default 1s,10s,60s.
+	RetryDelays []time.Duration `envconfig:"AMQP_RETRY_DELAYS" default:"1s,10s,60s"`
+}
+
+// Topology returns the queue topology with defaults applied.
+func (a AMQP) Topology() queue.Topology {
+	t := queue.Topology{Exchange: a.Exchange, Queue: a.Queue, DeadQueue: a.DeadQueue, RetryDelays: a.RetryDelays}
+	if a.Exchange != "" {
+		t.DeadExchange = a.Exchange + ".dlx"
+		t.RetryExchange = a.Exchange + ".retry"
+	}
+	return t.WithDefaults()
+}
+
+// MySQL locates the database.
+type MySQL struct {
+	// DSN is SURGE_MYSQL_DSN, default root@tcp(127.0.0.1:3306)/surge.
+	DSN string `envconfig:"MYSQL_DSN" default:"root@tcp(127.0.0.1:3306)/surge"`
+	// MaxConns bounds the pool: SURGE_MYSQL_MAX_CONNS, default 50.
+	MaxConns int `envconfig:"MYSQL_MAX_CONNS" default:"50"`
+}
+
+// Common holds what every service shares.
+// The sections are embedded so that their variables keep the plain
+// SURGE_ prefix (envconfig nests the names of named struct fields).
+type Common struct {
+	Redis
+	AMQP
+	MySQL
+	// LogLevel is debug, info, warn or error: SURGE_LOG_LEVEL, default info.
+	LogLevel string `envconfig:"LOG_LEVEL" default:"info"`
+	// IdempotencyTTL is how long idempotency records and per-order states
+	// live: SURGE_IDEMPOTENCY_TTL, default 24h.
+	IdempotencyTTL time.Duration `envconfig:"IDEMPOTENCY_TTL" default:"24h"`
+}
+
+// Load fills cfg (a pointer to a struct embedding Common) from SURGE_
+// variables.
+func Load(cfg any) error {
+	if err := envconfig.Process("surge", cfg); err != nil {
+		return fmt.Errorf("read SURGE_ configuration: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"surge/pkg/order"
+)
+
+// errorBody is the contract's error shape: {"error":{"code","message"}}.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// apiError is an error with its HTTP status and code chosen already.
+type apiError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+// errorCodes maps domain errors to statuses and codes: the one table the
+// HTTP contract is read from. Anything else is a dependency failure: 503,
+// retryable, nothing left reserved.
+var errorCodes = []struct {
+	err    error
+	status int
+	code   string
+}{
+	{order.ErrInvalid, http.StatusBadRequest, "invalid_request"},
+	{order.ErrSoldOut, http.StatusConflict, "sold_out"},
+	{order.ErrUnknownSKU, http.StatusNotFound, "unknown_sku"},
+	{order.ErrNotFound, http.StatusNotFound, "not_found"},
+	{order.ErrIdempotencyMismatch, http.StatusUnprocessableEntity, "idempotency_mismatch"},
+	{order.ErrConflict, http.StatusConflict, "conflict"},
+	{order.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
+	{order.ErrNotLoaded, http.StatusServiceUnavailable, "unavailable"},
+}
+
+// publicMessages replace internal detail (addresses, driver text) in the
+// answers to clients; the full error goes to the log.
+var publicMessages = map[string]string{
+	"sold_out":    "not enough units left for this order",
+	"unavailable": "the service cannot take this request right now; retry later",
+}
+
+func classify(err error) (status int, code, msg string) {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae.status, ae.code, ae.msg
+	}
+	for _, c := range errorCodes {
+		if errors.Is(err, c.err) {
+			msg = err.Error()
+			if m, ok := publicMessages[c.code]; ok {
+				msg = m
+			}
+			return c.status, c.code, msg
+		}
+	}
+	return http.StatusServiceUnavailable, "unavailable", publicMessages["unavailable"]
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, code, msg := classify(err)
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	if status >= 500 {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	}
+	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: msg}})
+}

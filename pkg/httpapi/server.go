@@ -1,0 +1,194 @@
+// Package httpapi serves surge's HTTP contract (DESIGN.md): orders,
+// products, the admin API behind a bearer token, health and readiness.
+package httpapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"surge/pkg/gateway"
+	"surge/pkg/ops"
+	"surge/pkg/order"
+)
+
+// Acceptor takes orders. *gateway.Service implements it.
+type Acceptor interface {
+	Accept(ctx context.Context, o order.Order, idemKey string) (gateway.Accepted, error)
+}
+
+// StatusReader answers order status. *gateway.Tracker implements it.
+type StatusReader interface {
+	Status(ctx context.Context, id string) (gateway.OrderView, error)
+}
+
+// StockAdmin loads and shows stock. *ops.Stock implements it.
+type StockAdmin interface {
+	Load(ctx context.Context, sku string, req ops.LoadRequest) (ops.StockReport, error)
+	Show(ctx context.Context, sku string) (ops.StockReport, error)
+}
+
+// Check is one readiness probe: a named dependency and how to ping it.
+type Check struct {
+	Name string
+	Ping func(ctx context.Context) error
+}
+
+// Server holds the handlers' dependencies. Optional routes (products,
+// dead letters) are mounted by their own Mount functions.
+type Server struct {
+	Orders     Acceptor
+	Status     StatusReader
+	Stock      StockAdmin
+	Ready      []Check
+	AdminToken string
+	Log        *slog.Logger
+
+	log *slog.Logger
+	mux *http.ServeMux
+}
+
+// Handler builds the routes. Call it once, after setting the fields.
+func (s *Server) Handler() http.Handler {
+	s.log = s.Log
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("POST /v1/orders", s.postOrder)
+	s.mux.HandleFunc("GET /v1/orders/{id}", s.getOrder)
+	s.mux.HandleFunc("PUT /v1/admin/stock/{sku}", s.admin(s.putStock))
+	s.mux.HandleFunc("GET /v1/admin/stock/{sku}", s.admin(s.getStock))
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	return s.mux
+}
+
+// Handle mounts an extra route (products, dead letters, metrics).
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// Admin wraps h with the bearer-token check, for routes mounted later.
+func (s *Server) Admin(h http.HandlerFunc) http.HandlerFunc { return s.admin(h) }
+
+// WriteError answers err in the contract's error shape.
+func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	s.writeError(w, r, err)
+}
+
+// admin requires "Authorization: Bearer <token>", compared in constant
+// time. An empty configured token disables the admin API.
+func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || s.AdminToken == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.AdminToken)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="surge-admin"`)
+			s.writeError(w, r, &apiError{http.StatusUnauthorized, "unauthorized", "a valid admin bearer token is required"})
+			return
+		}
+		h(w, r)
+	}
+}
+
+type orderRequest struct {
+	SKU        *string `json:"sku"`
+	Qty        *int    `json:"qty"`
+	CustomerID *string `json:"customer_id"`
+}
+
+func (req orderRequest) order() (order.Order, error) {
+	switch {
+	case req.SKU == nil:
+		return order.Order{}, order.Invalid("sku is required")
+	case req.Qty == nil:
+		return order.Order{}, order.Invalid("qty is required")
+	case req.CustomerID == nil:
+		return order.Order{}, order.Invalid("customer_id is required")
+	}
+	return order.Order{SKU: *req.SKU, Qty: *req.Qty, CustomerID: *req.CustomerID}, nil
+}
+
+func (s *Server) postOrder(w http.ResponseWriter, r *http.Request) {
+	var req orderRequest
+	if err := decode(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	o, err := req.order()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	acc, err := s.Orders.Accept(r.Context(), o, r.Header.Get("Idempotency-Key"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, acc)
+}
+
+func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) {
+	v, err := s.Status.Status(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) putStock(w http.ResponseWriter, r *http.Request) {
+	var req ops.LoadRequest
+	if err := decode(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rep, err := s.Stock.Load(r.Context(), r.PathValue("sku"), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+func (s *Server) getStock(w http.ResponseWriter, r *http.Request) {
+	rep, err := s.Stock.Show(r.Context(), r.PathValue("sku"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	status, code := map[string]string{}, http.StatusOK
+	for _, c := range s.Ready {
+		if err := c.Ping(ctx); err != nil {
+			status[c.Name] = fmt.Sprintf("down: %v", err)
+			code = http.StatusServiceUnavailable
+			continue
+		}
+		status[c.Name] = "ok"
+	}
+	writeJSON(w, code, status)
+}
+
+// NewHTTPServer wraps h with the timeouts and header limit every surge
+// server uses.
+func NewHTTPServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 2 * time.Second,
+		ReadTimeout:       5 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    8 << 10,
+	}
+}

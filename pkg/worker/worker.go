@@ -1,0 +1,175 @@
+// Package worker turns accepted orders into invoices. For each delivery it
+// takes the order's lock (with a fencing token), runs the guarded MySQL
+// transaction, settles the reservation in Redis, refreshes the product
+// cache, and only then acks. Failures are classified: bad messages and
+// unknown SKUs are parked at once, everything else is retried through the
+// queue's delay tiers.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"surge/pkg/order"
+	"surge/pkg/stock"
+	"surge/pkg/store"
+)
+
+// Delivery is one message from the work queue; exactly one of Ack, Retry
+// and Dead settles it. *queue.Delivery implements it.
+type Delivery interface {
+	Order() (order.Order, error)
+	Ack() error
+	Retry(cause error) error
+	Dead(reason string, cause error) error
+}
+
+// Ledger is the MySQL side. *store.Store implements it.
+type Ledger interface {
+	Process(ctx context.Context, o order.Order, fence int64) (store.Result, error)
+}
+
+// Settler is the Redis side. *stock.Stock implements it.
+type Settler interface {
+	Commit(ctx context.Context, sku, orderID string, qty int) (stock.CommitOutcome, error)
+	Release(ctx context.Context, sku, orderID string, mode stock.ReleaseMode) (int, error)
+}
+
+// Locker guards an order while it is processed. It returns a fencing
+// token, a context cancelled when the lease is lost, and a release func.
+// Nil means no lock (fence 0).
+type Locker interface {
+	Lock(ctx context.Context, name string) (fence int64, held context.Context, release func(), err error)
+}
+
+// Refresher updates derived views after a commit (the product cache).
+type Refresher interface {
+	Refresh(ctx context.Context, sku string)
+}
+
+// Observer is told each order's outcome (metrics). Nil is allowed.
+type Observer interface {
+	Observe(outcome string, d time.Duration)
+}
+
+// Processor handles deliveries.
+type Processor struct {
+	Ledger   Ledger
+	Stock    Settler
+	Lock     Locker
+	Cache    Refresher
+	Observer Observer
+	Log      *slog.Logger
+}
+
+// Outcomes reported to the Observer and in logs.
+const (
+	OutcomeInvoiced  = "invoiced"
+	OutcomeRejected  = "rejected"
+	OutcomeDuplicate = "duplicate"
+	OutcomeRetried   = "retried"
+	OutcomeDead      = "dead"
+)
+
+// Handle processes one delivery and settles it. It never returns an
+// error: every failure ends in Retry or Dead, and a failure to settle is
+// left to the broker's redelivery.
+func (p *Processor) Handle(ctx context.Context, d Delivery) {
+	start := time.Now()
+	outcome, o, err := p.handle(ctx, d)
+	if p.Observer != nil {
+		p.Observer.Observe(outcome, time.Since(start))
+	}
+	log := p.log().With("order_id", o.ID, "sku", o.SKU, "outcome", outcome)
+	if err != nil {
+		log.Warn("order not processed", "err", err)
+		return
+	}
+	log.Debug("order processed")
+}
+
+func (p *Processor) handle(ctx context.Context, d Delivery) (string, order.Order, error) {
+	o, err := d.Order()
+	if err != nil {
+		return OutcomeDead, o, settle(d.Dead(order.ReasonMalformed, err), err)
+	}
+	res, err := p.process(ctx, o)
+	switch {
+	case errors.Is(err, order.ErrUnknownSKU):
+		return OutcomeDead, o, settle(d.Dead(order.ReasonUnknownSKU, err), err)
+	case errors.Is(err, order.ErrStaleFence):
+		// A newer lock holder owns this order and wrote it: this delivery
+		// is a late duplicate.
+		return OutcomeDuplicate, o, d.Ack()
+	case err != nil:
+		return OutcomeRetried, o, settle(d.Retry(err), err)
+	}
+	outcome := string(res.Status)
+	if res.Duplicate {
+		outcome = OutcomeDuplicate
+	}
+	return outcome, o, d.Ack()
+}
+
+// settle reports the settle error if any, else the cause.
+func settle(settleErr, cause error) error {
+	if settleErr != nil {
+		return fmt.Errorf("settle after %v: %w", cause, settleErr)
+	}
+	return cause
+}
+
+// process runs the order under its lock: MySQL first, then Redis.
+func (p *Processor) process(ctx context.Context, o order.Order) (store.Result, error) {
+	var fence int64
+	if p.Lock != nil {
+		f, held, release, err := p.Lock.Lock(ctx, "order:"+o.ID)
+		if err != nil {
+			return store.Result{}, fmt.Errorf("lock order=%s: %w", o.ID, err)
+		}
+		defer release()
+		fence, ctx = f, held
+	}
+	res, err := p.Ledger.Process(ctx, o, fence)
+	if err != nil {
+		return res, fmt.Errorf("process order=%s: %w", o.ID, err)
+	}
+	if err := p.settleStock(ctx, o, res); err != nil {
+		return res, err
+	}
+	if p.Cache != nil {
+		p.Cache.Refresh(ctx, o.SKU)
+	}
+	return res, nil
+}
+
+// settleStock applies MySQL's verdict to the reservation. Both scripts are
+// idempotent, so a duplicate delivery repairs a Redis step a crash skipped.
+func (p *Processor) settleStock(ctx context.Context, o order.Order, res store.Result) error {
+	var err error
+	switch res.Status {
+	case order.StatusInvoiced:
+		_, err = p.Stock.Commit(ctx, o.SKU, o.ID, o.Qty)
+	case order.StatusRejected:
+		_, err = p.Stock.Release(ctx, o.SKU, o.ID, stock.Reject)
+	}
+	if errors.Is(err, order.ErrNotLoaded) || errors.Is(err, stock.ErrCommitted) {
+		// MySQL holds the truth; the reconciler aligns a SKU Redis lost.
+		p.log().Warn("stock not settled in Redis", "order_id", o.ID, "sku", o.SKU, "err", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("settle stock order=%s: %w", o.ID, err)
+	}
+	return nil
+}
+
+func (p *Processor) log() *slog.Logger {
+	if p.Log != nil {
+		return p.Log
+	}
+	return slog.Default()
+}

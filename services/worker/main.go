@@ -1,0 +1,48 @@
+// Command worker consumes accepted orders and writes order + invoice to
+// MySQL exactly once per order, then settles the reservation in Redis.
+//
+//	worker           consume SURGE_AMQP_QUEUE (default orders.created)
+//	worker migrate   apply the MySQL migrations and exit
+//
+// SIGINT or SIGTERM stops intake, finishes in-flight orders (each acked
+// after its commit), then closes clients.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"surge/pkg/app"
+	"surge/pkg/config"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	var cfg app.WorkerConfig
+	if err := config.Load(&cfg); err != nil {
+		return err
+	}
+	log := app.NewLogger(cfg.LogLevel, "worker")
+	switch {
+	case len(args) == 0 || args[0] == "run":
+		w, err := app.NewWorker(ctx, cfg, log)
+		if err != nil {
+			return err
+		}
+		return w.Run(ctx)
+	case args[0] == "migrate":
+		return app.Migrate(ctx, cfg.MySQL.DSN, os.Stdout)
+	}
+	return fmt.Errorf("unknown command %q (want run or migrate)", args[0])
+}
