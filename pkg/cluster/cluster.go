@@ -117,8 +117,8 @@ func (c *Client) Close() error {
 	return c.ClusterClient.Close()
 }
 
-// Ping checks that every master answers and the cluster state is ok.
-func (c *Client) Ping(ctx context.Context) error {
+// Ready checks that every master answers and the cluster state is ok.
+func (c *Client) Ready(ctx context.Context) error {
 	err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
 		return n.Ping(ctx).Err()
 	})
