@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -172,4 +173,16 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
+
+func openDB(t *testing.T, dsn string) *store.Store {
+	t.Helper()
+	db, err := store.Open(context.Background(), dsn, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
 }

@@ -75,7 +75,7 @@ func TestFlashSale(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			b := i % buyers // i >= buyers are the twins of buyers 0..299
-			answers[i] = post(t, c, p.URL, "key-"+itoa(b), orderBody(sku, 1, "cust-"+itoa(b)))
+			answers[i] = post(t, c, p.URL, "key-"+itoa(b), orderBody(sku, 1, sku+"-cust-"+itoa(b)))
 		}(i)
 	}
 	wg.Wait()
