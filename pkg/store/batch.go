@@ -75,6 +75,9 @@ func (s *Store) processBatchOnce(ctx context.Context, items []BatchItem) ([]Batc
 			b.settle(i, BatchResult{Err: err})
 		}
 	}
+	if err := b.checkSKUs(ctx, s.db); err != nil {
+		return nil, err
+	}
 	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
 		if err := b.checkFences(ctx, tx); err != nil {
 			return err
@@ -104,6 +107,37 @@ func (b *batch) pending(fn func(i int, it BatchItem)) {
 			fn(i, it)
 		}
 	}
+}
+
+// checkSKUs settles the items whose SKU does not exist, before the
+// transaction records any fence, so that they write nothing (as in
+// Process). Products are never deleted, so a SKU found here is still there
+// when the transaction locks it.
+func (b *batch) checkSKUs(ctx context.Context, q sqlx.QueryerContext) error {
+	var skus []string
+	b.pending(func(_ int, it BatchItem) { skus = append(skus, it.Order.SKU) })
+	if len(skus) == 0 {
+		return nil
+	}
+	slices.Sort(skus)
+	query, args, err := sqlx.In("SELECT sku FROM products WHERE sku IN (?)", slices.Compact(skus))
+	if err != nil {
+		return fmt.Errorf("build product lookup: %w", err)
+	}
+	var known []string
+	if err := sqlx.SelectContext(ctx, q, &known, query, args...); err != nil {
+		return fmt.Errorf("look up %d products: %w", len(skus), err)
+	}
+	exists := make(map[string]bool, len(known))
+	for _, sku := range known {
+		exists[sku] = true
+	}
+	b.pending(func(i int, it BatchItem) {
+		if !exists[it.Order.SKU] {
+			b.settle(i, BatchResult{Err: unknownSKU(it.Order)})
+		}
+	})
+	return nil
 }
 
 // checkFences records the fencing tokens and settles stale items.

@@ -83,7 +83,10 @@ func recordFences(ctx context.Context, tx *sqlx.Tx, fences map[string]int64) (ma
 	if err != nil {
 		return nil, fmt.Errorf("record fences of %d orders: %w", len(rows), err)
 	}
-	query, args, err := sqlx.In("SELECT order_id, fence FROM order_fences WHERE order_id IN (?) FOR UPDATE", ids)
+	// FORCE INDEX: on a small table the optimizer scans it whole for an IN
+	// list, and a locking scan locks every row, deadlocking batches that
+	// share no order.
+	query, args, err := sqlx.In("SELECT order_id, fence FROM order_fences FORCE INDEX (PRIMARY) WHERE order_id IN (?) FOR UPDATE", ids)
 	if err != nil {
 		return nil, fmt.Errorf("build fence lookup: %w", err)
 	}

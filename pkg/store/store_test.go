@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"surge/internal/testenv"
 	"surge/pkg/order"
@@ -91,4 +93,19 @@ func errName(err error) string {
 		return "unexpected: " + err.Error()
 	}
 	return ""
+}
+
+func TestOpenForcesParseTime(t *testing.T) {
+	dsn := testenv.MySQLDSN(t)
+	s := openStore(t, dsn[:strings.Index(dsn, "?")])
+	var now time.Time
+	if err := s.DB().GetContext(context.Background(), &now, "SELECT NOW(3)"); err != nil || now.IsZero() {
+		t.Fatalf("scan DATETIME into time.Time: %v, %v", now, err)
+	}
+	if err := s.Ping(context.Background()); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	if _, err := Open(context.Background(), "not a dsn", Options{}); err == nil {
+		t.Fatal("Open accepted a malformed DSN")
+	}
 }

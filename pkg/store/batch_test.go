@@ -1,0 +1,217 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"surge/pkg/order"
+)
+
+// outcome is a result without its invoice id, which differs between runs.
+type outcome struct {
+	Status    order.Status
+	Reason    string
+	Duplicate bool
+	Amount    int64
+	Invoiced  bool
+	Err       string
+}
+
+func outcomeOf(r BatchResult) outcome {
+	return outcome{Status: r.Status, Reason: r.Reason, Duplicate: r.Duplicate,
+		Amount: r.AmountCents, Invoiced: r.InvoiceID != 0, Err: errName(r.Err)}
+}
+
+func item(id, sku string, qty int, fence int64) BatchItem {
+	return BatchItem{Order: ord(id, sku, qty), Fence: fence}
+}
+
+var (
+	errUnknown = order.ErrUnknownSKU.Error()
+	errStale   = order.ErrStaleFence.Error()
+	errInvalid = order.ErrInvalid.Error()
+)
+
+func inv(amount int64) outcome {
+	return outcome{Status: order.StatusInvoiced, Amount: amount, Invoiced: true}
+}
+func rej() outcome            { return outcome{Status: order.StatusRejected, Reason: order.ReasonSoldOut} }
+func dup(o outcome) outcome   { o.Duplicate = true; return o }
+func failed(e string) outcome { return outcome{Err: e} }
+
+type batchCase struct {
+	name     string
+	products []Product
+	before   []BatchItem
+	items    []BatchItem
+	want     []outcome
+	wantSold map[string]int
+}
+
+var batchCases = []batchCase{{
+	name:     "mixed SKUs",
+	products: []Product{{SKU: "A", Stock: 3, PriceCents: 100}, {SKU: "B", Stock: 2, PriceCents: 50}},
+	items: []BatchItem{item("a1", "A", 2, 0), item("b1", "B", 1, 0), item("a2", "A", 1, 0),
+		item("b2", "B", 2, 0), item("a3", "A", 1, 0)},
+	want:     []outcome{inv(200), inv(50), inv(100), rej(), rej()},
+	wantSold: map[string]int{"A": 3, "B": 1},
+}, {
+	name:     "sold-out boundary inside the batch",
+	products: []Product{{SKU: "A", Stock: 5, PriceCents: 10}},
+	items: []BatchItem{item("o1", "A", 2, 1), item("o2", "A", 2, 1), item("o3", "A", 2, 1),
+		item("o4", "A", 1, 1), item("o5", "A", 1, 1)},
+	want:     []outcome{inv(20), inv(20), rej(), inv(10), rej()},
+	wantSold: map[string]int{"A": 5},
+}, {
+	name:     "duplicates inside the batch",
+	products: []Product{{SKU: "A", Stock: 2, PriceCents: 10}},
+	items: []BatchItem{item("o1", "A", 1, 0), item("o1", "A", 1, 0), item("o2", "A", 2, 0),
+		item("o2", "A", 2, 0), item("o3", "A", 1, 0)},
+	want:     []outcome{inv(10), dup(inv(10)), rej(), dup(rej()), inv(10)},
+	wantSold: map[string]int{"A": 2},
+}, {
+	name:     "duplicates across batches",
+	products: []Product{{SKU: "A", Stock: 3, PriceCents: 10}},
+	before:   []BatchItem{item("o1", "A", 1, 0), item("o2", "A", 5, 0)},
+	items:    []BatchItem{item("o1", "A", 1, 0), item("o2", "A", 5, 0), item("o3", "A", 2, 0)},
+	want:     []outcome{dup(inv(10)), dup(rej()), inv(20)},
+	wantSold: map[string]int{"A": 3},
+}, {
+	name:     "unknown SKU item",
+	products: []Product{{SKU: "A", Stock: 2, PriceCents: 10}},
+	items: []BatchItem{item("o1", "A", 1, 0), item("o2", "ghost", 1, 2), item("o3", "A", 1, 0),
+		item("o2", "ghost", 1, 2)},
+	want:     []outcome{inv(10), failed(errUnknown), inv(10), failed(errUnknown)},
+	wantSold: map[string]int{"A": 2},
+}, {
+	name:     "stale fence item",
+	products: []Product{{SKU: "A", Stock: 4, PriceCents: 10}},
+	before:   []BatchItem{item("o1", "A", 1, 9)},
+	items: []BatchItem{item("o1", "A", 1, 3), item("o2", "A", 1, 1), item("o1", "A", 1, 9),
+		item("o3", "A", 1, 0)},
+	want:     []outcome{failed(errStale), inv(10), dup(inv(10)), inv(10)},
+	wantSold: map[string]int{"A": 3},
+}, {
+	name:     "invalid item",
+	products: []Product{{SKU: "A", Stock: 4, PriceCents: 10}},
+	items:    []BatchItem{item("o1", "A", 0, 0), item("o2", "A", 1, 0)},
+	want:     []outcome{failed(errInvalid), inv(10)},
+	wantSold: map[string]int{"A": 1},
+}}
+
+// runner applies items the way one mode does and returns their results.
+type runner func(t *testing.T, s *Store, items []BatchItem) []BatchResult
+
+func viaProcess(t *testing.T, s *Store, items []BatchItem) []BatchResult {
+	out := make([]BatchResult, len(items))
+	for i, it := range items {
+		out[i].Result, out[i].Err = s.Process(context.Background(), it.Order, it.Fence)
+	}
+	return out
+}
+
+func viaBatch(t *testing.T, s *Store, items []BatchItem) []BatchResult {
+	t.Helper()
+	out, err := s.ProcessBatch(context.Background(), items)
+	if err != nil {
+		t.Fatalf("ProcessBatch: %v", err)
+	}
+	return out
+}
+
+// TestProcessBatchMatchesProcess runs each case through Process one order
+// at a time and through ProcessBatch, and expects the same outcomes and the
+// same final tables from both.
+func TestProcessBatchMatchesProcess(t *testing.T) {
+	for _, c := range batchCases {
+		t.Run(c.name, func(t *testing.T) {
+			process := runCase(t, c, viaProcess)
+			batch := runCase(t, c, viaBatch)
+			if diff := cmp.Diff(process, batch); diff != "" {
+				t.Fatalf("tables, Process (-) vs ProcessBatch (+):\n%s", diff)
+			}
+		})
+	}
+}
+
+// tables is what a case leaves in MySQL, invoice ids blanked.
+type tables struct {
+	Orders []OrderRecord
+	Fences []fenceRow
+}
+
+// runCase checks one mode against the case and returns the tables it
+// left, for comparison across modes.
+func runCase(t *testing.T, c batchCase, run runner) tables {
+	t.Helper()
+	ctx := context.Background()
+	s := newStore(t)
+	for _, p := range c.products {
+		seed(t, s, p.SKU, p.Stock, p.PriceCents)
+	}
+	if len(c.before) > 0 {
+		run(t, s, c.before)
+	}
+	results := run(t, s, c.items)
+	got := make([]outcome, len(results))
+	for i, r := range results {
+		got[i] = outcomeOf(r)
+		if r.InvoiceID == 0 {
+			continue
+		}
+		rec, err := s.Order(ctx, c.items[i].Order.ID)
+		if err != nil || rec.InvoiceID != r.InvoiceID {
+			t.Errorf("item %d reports invoice %d, MySQL has %+v, %v", i, r.InvoiceID, rec, err)
+		}
+	}
+	if diff := cmp.Diff(c.want, got); diff != "" {
+		t.Fatalf("outcomes (-want +got):\n%s", diff)
+	}
+	for _, p := range c.products {
+		if got := checkLedger(t, s, p.SKU).Sold; got != c.wantSold[p.SKU] {
+			t.Errorf("sku %s sold = %d, want %d", p.SKU, got, c.wantSold[p.SKU])
+		}
+	}
+	state := tables{Orders: allOrders(t, s), Fences: []fenceRow{}}
+	for i := range state.Orders {
+		state.Orders[i].InvoiceID = 0
+	}
+	if err := s.DB().SelectContext(ctx, &state.Fences, "SELECT order_id, fence FROM order_fences ORDER BY order_id"); err != nil {
+		t.Fatalf("read fences: %v", err)
+	}
+	return state
+}
+
+// TestProcessBatchHighestFenceWins: when one batch carries an order under
+// two fences, the newer lock holder owns it and the older item is stale.
+func TestProcessBatchHighestFenceWins(t *testing.T) {
+	s := newStore(t)
+	seed(t, s, "A", 5, 10)
+	out := viaBatch(t, s, []BatchItem{item("o1", "A", 1, 3), item("o1", "A", 1, 5)})
+	got := []outcome{outcomeOf(out[0]), outcomeOf(out[1])}
+	if diff := cmp.Diff([]outcome{failed(errStale), inv(10)}, got); diff != "" {
+		t.Fatalf("outcomes (-want +got):\n%s", diff)
+	}
+	if f := count(t, s, "SELECT fence FROM orders WHERE order_id = 'o1'"); f != 5 {
+		t.Fatalf("order written with fence %d, want 5", f)
+	}
+}
+
+func TestProcessBatchEmpty(t *testing.T) {
+	s := newStore(t)
+	out, err := s.ProcessBatch(context.Background(), nil)
+	if err != nil || len(out) != 0 {
+		t.Fatalf("ProcessBatch(nil) = %v, %v", out, err)
+	}
+}
+
+func ids(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%03d", prefix, i)
+	}
+	return out
+}
