@@ -1,0 +1,124 @@
+# surge: `make up` runs the whole pipeline locally, `make test` tests it against real engines.
+#
+#   make up          install what is missing, start RabbitMQ, MariaDB and the Redis Cluster,
+#                    build, migrate, start the Procfile under foreman, wait for /readyz
+#   make down        stop foreman's processes and the Redis Cluster (data is kept); RabbitMQ
+#                    and MariaDB are stopped only when `make up` started them
+#   make test        start the engines, vet, race-test everything, then the chaos tests
+#   make test-chaos  only the tests behind the `chaos` build tag
+#   make bench       benchmarks
+#   make build | fmt | vet | status | clean
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := build
+
+GO            ?= go
+VAR           := $(or $(SURGE_VAR_DIR),var)
+READY_URL     ?= http://$(or $(SURGE_HTTP_ADDR),127.0.0.1:8080)/readyz
+READY_TIMEOUT ?= 90
+TEST_TIMEOUT  ?= 10m
+CHAOS_TIMEOUT ?= 15m
+BENCH_TIME    ?= 1s
+
+# Packages with files behind `//go:build chaos` (evaluated when used).
+CHAOS_PKGS = $(shell grep -rlE --include='*.go' --exclude-dir=var --exclude-dir=bin \
+	'^//go:build( |.*[ (&|])chaos([ )&|]|$$)' . 2>/dev/null | xargs -r -n1 dirname | sort -u)
+
+FOREMAN_PID := $(VAR)/foreman.pid
+FOREMAN_LOG := $(VAR)/log/foreman.log
+
+.PHONY: build up down deps engines migrate procs-start procs-stop test test-chaos chaos bench \
+	fmt vet status clean
+
+# build compiles every services/<name> main package into bin/<name>.
+build:
+	@mkdir -p bin
+	@for dir in services/*/; do \
+		compgen -G "$${dir}*.go" >/dev/null || continue; \
+		dir="$${dir%/}"; name="$$(basename "$$dir")"; \
+		echo "$(GO) build -o bin/$$name ./$$dir"; \
+		$(GO) build -o "bin/$$name" "./$$dir"; \
+	done
+
+up:
+	deploy/install-deps.sh
+	deploy/engines.sh start
+	@$(MAKE) --no-print-directory build migrate procs-start
+	deploy/wait-ready.sh $(READY_URL) $(READY_TIMEOUT) $(FOREMAN_LOG) $(FOREMAN_PID)
+
+down: procs-stop
+	deploy/engines.sh stop
+
+deps:
+	deploy/install-deps.sh
+
+engines:
+	deploy/engines.sh start
+
+migrate:
+	@if [ -x bin/opsctl ]; then echo "bin/opsctl migrate"; bin/opsctl migrate; \
+	elif [ -x bin/gateway ]; then echo "bin/gateway migrate"; bin/gateway migrate; \
+	else echo "migrate: neither bin/opsctl nor bin/gateway is built (make build)" >&2; exit 1; fi
+
+# procs-start runs the Procfile's entries whose binary exists under foreman, in its own
+# session so procs-stop can end the whole group; the effective Procfile is $(VAR)/Procfile.
+procs-start:
+	@mkdir -p $(VAR)/log
+	@if pid="$$(cat $(FOREMAN_PID) 2>/dev/null)" && kill -0 "$$pid" 2>/dev/null && \
+		grep -q foreman "/proc/$$pid/cmdline" 2>/dev/null; then \
+		echo "foreman is already running (pid $$pid)"; exit 0; fi; \
+	: >$(VAR)/Procfile; \
+	while IFS= read -r line; do \
+		[[ "$$line" =~ ^([A-Za-z0-9_-]+):[[:space:]]*([^[:space:]]+) ]] || continue; \
+		if [ -x "$${BASH_REMATCH[2]}" ]; then echo "$$line" >>$(VAR)/Procfile; \
+		else echo "procs: skipping $${BASH_REMATCH[1]}, $${BASH_REMATCH[2]} is not built" >&2; fi; \
+	done <Procfile; \
+	if [ -f $(FOREMAN_LOG) ]; then mv -f $(FOREMAN_LOG) $(FOREMAN_LOG).1; fi; \
+	echo "foreman start -f $(VAR)/Procfile (log: $(FOREMAN_LOG))"; \
+	setsid nohup foreman start -f $(VAR)/Procfile -d "$(CURDIR)" >>$(FOREMAN_LOG) 2>&1 </dev/null & \
+	echo $$! >$(FOREMAN_PID)
+
+procs-stop:
+	@pid="$$(cat $(FOREMAN_PID) 2>/dev/null || true)"; \
+	if [ -n "$$pid" ] && kill -0 "$$pid" 2>/dev/null && grep -q foreman "/proc/$$pid/cmdline" 2>/dev/null; then \
+		echo "stopping foreman (pid $$pid) and its processes"; \
+		kill -TERM -- "-$$pid" 2>/dev/null || kill -TERM "$$pid"; \
+		for _ in $$(seq 1 75); do kill -0 -- "-$$pid" 2>/dev/null || break; sleep 0.2; done; \
+		kill -KILL -- "-$$pid" 2>/dev/null || true; \
+	fi; \
+	rm -f $(FOREMAN_PID)
+
+test: engines
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	@$(MAKE) --no-print-directory chaos
+
+test-chaos: engines
+	@$(MAKE) --no-print-directory chaos
+
+# chaos runs the chaos-tagged packages against engines that are already up.
+chaos:
+	@if [ -z "$(CHAOS_PKGS)" ]; then echo "test-chaos: no tests behind the chaos build tag yet"; \
+	else echo "$(GO) test -tags chaos -count=1 -timeout $(CHAOS_TIMEOUT) $(CHAOS_PKGS)"; \
+		$(GO) test -tags chaos -count=1 -timeout $(CHAOS_TIMEOUT) $(CHAOS_PKGS); fi
+
+bench: engines
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCH_TIME) ./...
+
+fmt:
+	$(GO) fmt ./...
+
+vet:
+	$(GO) vet ./...
+	@if command -v staticcheck >/dev/null; then echo "staticcheck ./..."; staticcheck ./...; \
+	else echo "vet: staticcheck is not installed, skipped"; fi
+
+status:
+	@pid="$$(cat $(FOREMAN_PID) 2>/dev/null || true)"; \
+	if [ -n "$$pid" ] && kill -0 "$$pid" 2>/dev/null; then echo "foreman: running (pid $$pid)"; \
+	else echo "foreman: not running"; fi
+	@deploy/engines.sh status
+
+clean:
+	rm -rf bin $(VAR)/Procfile
