@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"surge/pkg/app"
+	"surge/pkg/ops"
+)
+
+func init() {
+	commands["stock"] = command{"load or show a SKU's stock (stock load SKU --stock N | stock show SKU)", runStock}
+	commands["migrate"] = command{"apply the MySQL migrations", func(ctx context.Context, e *env, args []string) error {
+		return app.Migrate(ctx, e.cfg.MySQL.DSN, e.out)
+	}}
+}
+
+func runStock(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 {
+		return usagef("stock: want load or show")
+	}
+	fs := flag.NewFlagSet("stock "+args[0], flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	asJSON := fs.Bool("json", false, "print JSON")
+	n := fs.Int("stock", -1, "total stock")
+	name := fs.String("name", "", "product name")
+	price := fs.Int64("price-cents", -1, "unit price in cents")
+	sku, err := parseWithSKU(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	db, err := e.DB(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := e.Stock(ctx)
+	if err != nil {
+		return err
+	}
+	svc := &ops.Stock{DB: db, Redis: st}
+	var rep ops.StockReport
+	switch args[0] {
+	case "load":
+		if *n < 0 {
+			return usagef("stock load: --stock N is required (N >= 0)")
+		}
+		req := ops.LoadRequest{Stock: n}
+		if *name != "" {
+			req.Name = name
+		}
+		if *price >= 0 {
+			req.PriceCents = price
+		}
+		rep, err = svc.Load(ctx, sku, req)
+	case "show":
+		rep, err = svc.Show(ctx, sku)
+	default:
+		return usagef("stock: unknown action %q (want load or show)", args[0])
+	}
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return e.printJSON(rep)
+	}
+	printStock(e.out, rep)
+	return nil
+}
+
+// parseWithSKU accepts the SKU before or after the flags.
+func parseWithSKU(fs *flag.FlagSet, args []string) (string, error) {
+	var sku string
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		sku, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return "", usagef("%s: %v", fs.Name(), err)
+	}
+	if sku == "" && fs.NArg() > 0 {
+		sku = fs.Arg(0)
+	}
+	if sku == "" {
+		return "", usagef("%s: SKU is required", fs.Name())
+	}
+	return sku, nil
+}
+
+func printStock(w io.Writer, r ops.StockReport) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "SKU\t%s\n", r.SKU)
+	fmt.Fprintf(tw, "\tSTOCK\tAVAIL\tRESERVED\tSOLD\n")
+	if r.MySQL != nil {
+		fmt.Fprintf(tw, "mysql\t%d\t%d\t-\t%d\n", r.MySQL.Stock, r.MySQL.Stock-r.MySQL.Sold, r.MySQL.Sold)
+	} else {
+		fmt.Fprintf(tw, "mysql\t(no product)\n")
+	}
+	if r.Redis.Loaded {
+		fmt.Fprintf(tw, "redis\t%d\t%d\t%d\t%d\n", r.Redis.Stock, r.Redis.Avail, r.Redis.Reserved, r.Redis.Sold)
+	} else {
+		fmt.Fprintf(tw, "redis\t(not loaded)\n")
+	}
+	fmt.Fprintf(tw, "consistent\t%v\n", r.Consistent)
+	_ = tw.Flush()
+}
