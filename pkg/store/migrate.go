@@ -25,9 +25,13 @@ func (s *Store) Migrate(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	conn, err := s.db.Conn(ctx)
+	// The lock lives on its own session, outside the pool, so Migrate works
+	// whatever MaxOpenConns is (goose needs a pooled connection meanwhile).
+	lockDB := sql.OpenDB(s.connector)
+	defer lockDB.Close()
+	conn, err := lockDB.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("migrate: take a connection for the lock: %w", err)
+		return fmt.Errorf("migrate: connect for the lock: %w", err)
 	}
 	defer conn.Close()
 	if err := lockMigrations(ctx, conn); err != nil {

@@ -121,3 +121,18 @@ func TestMigrateWaitsForAnotherMigrator(t *testing.T) {
 		t.Fatalf("MigrationVersion = %d, %d, %v; want current == latest", cur, latest, err)
 	}
 }
+
+// TestMigrateWithOneConnection: the migration lock does not take a pooled
+// connection, so a pool of one still migrates.
+func TestMigrateWithOneConnection(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := Open(ctx, testenv.MySQLDSN(t), Options{MaxOpenConns: 1})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer s.Close()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate with MaxOpenConns 1: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"time"
 
@@ -41,6 +42,8 @@ func (o *Options) setDefaults() {
 // use.
 type Store struct {
 	db *sqlx.DB
+	// connector dials sessions outside the pool (the migration lock).
+	connector driver.Connector
 }
 
 // Open connects to dsn (go-sql-driver format) and pings it. It forces
@@ -66,7 +69,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("ping mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
-	return &Store{db: db}, nil
+	return &Store{db: db, connector: connector}, nil
 }
 
 // Ping checks that MySQL answers (readiness probes).
