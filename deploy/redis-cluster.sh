@@ -87,10 +87,9 @@ EOF
 
 # start_node PORT starts one node from its directory unless it already answers.
 start_node() {
-	local port=$1 dir i
+	local port=$1 dir
 	dir="$(node_dir "$port")"
 	if alive "$port"; then
-		check_owner "$port"
 		return 0
 	fi
 	write_config "$port"
@@ -100,7 +99,7 @@ start_node() {
 		log "starting new node $port"
 	fi
 	redis-server "$dir/redis.conf" || die "redis-server failed to start on $port; see $dir/redis.log"
-	for i in $(seq 1 50); do
+	for _ in $(seq 1 50); do
 		alive "$port" && return 0
 		sleep 0.1
 	done
@@ -108,12 +107,22 @@ start_node() {
 	die "node $port did not answer PING within 5s; log: $dir/redis.log"
 }
 
-# check_owner PORT refuses a port served by a Redis whose data lives elsewhere.
-check_owner() {
-	local port=$1 dir
-	dir="$(cli "$port" CONFIG GET dir 2>/dev/null | sed -n 2p | tr -d '\r')"
-	[[ "$dir" == "$(node_dir "$port")" ]] ||
-		die "port $port is served by a Redis with dir '$dir', not $(node_dir "$port")"
+# foreign_dir PORT prints the data dir of the node answering on PORT when it is not ours:
+# the ports are served by a cluster another checkout (or SURGE_VAR_DIR) started.
+foreign_dir() {
+	local dir
+	dir="$(cli "$1" CONFIG GET dir 2>/dev/null | sed -n 2p | tr -d '\r')"
+	[[ -z "$dir" || "$dir" == "$(node_dir "$1")" ]] || echo "$dir"
+}
+
+# foreign_cluster prints the dir of the first node that belongs to another cluster dir.
+foreign_cluster() {
+	local port dir
+	for port in $(ports); do
+		alive "$port" || continue
+		dir="$(foreign_dir "$port")"
+		[[ -z "$dir" ]] || { echo "$dir"; return; }
+	done
 }
 
 start_nodes() {
@@ -252,7 +261,18 @@ wait_healthy() {
 	die "cluster not healthy after ${TIMEOUT}s: $reason (logs under $CLUSTER_DIR/<port>/redis.log)"
 }
 
+# use_foreign succeeds, once the cluster is healthy, when the ports are served by nodes
+# whose data lives in another dir: that cluster is used as it is, never changed from here.
+use_foreign() {
+	local dir
+	dir="$(foreign_cluster)"
+	[[ -n "$dir" ]] || return 1
+	log "ports $BASE-$((BASE + NODES - 1)) are served by nodes from $(dirname "$dir"); using that cluster as it is"
+	wait_healthy
+}
+
 cmd_start() {
+	use_foreign && return 0
 	start_nodes
 	create_if_new
 	forget_noaddr
@@ -260,6 +280,7 @@ cmd_start() {
 }
 
 cmd_restart_dead() {
+	use_foreign && return 0
 	start_nodes
 	wait_healthy
 }
@@ -269,7 +290,7 @@ role_of() { cli "$1" ROLE 2>/dev/null | head -n 1 | tr -d '\r'; }
 
 # shutdown_nodes PORT... sends SHUTDOWN to each node, then waits until every process exited.
 shutdown_nodes() {
-	local port pids=() pid i
+	local port pids=() pid
 	for port in "$@"; do
 		log "shutting down node $port ($(role_of "$port"))"
 		pids+=("$(cat "$(node_dir "$port")/redis.pid" 2>/dev/null || true)")
@@ -277,7 +298,7 @@ shutdown_nodes() {
 	done
 	for pid in "${pids[@]}"; do
 		[[ -n "$pid" ]] || continue
-		for i in $(seq 1 150); do
+		for _ in $(seq 1 150); do
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.1
 		done
@@ -292,12 +313,16 @@ cmd_stop() {
 	local port replicas=() masters=()
 	for port in $(ports); do
 		alive "$port" || continue
+		if [[ -n "$(foreign_dir "$port")" ]]; then
+			log "leaving node $port alone: its data lives in $(foreign_dir "$port")"
+			continue
+		fi
 		if [[ "$(role_of "$port")" == slave ]]; then replicas+=("$port"); else masters+=("$port"); fi
 	done
 	# Replicas first, then masters, so no replica is promoted while the nodes go down.
 	((${#replicas[@]} == 0)) || shutdown_nodes "${replicas[@]}"
 	((${#masters[@]} == 0)) || shutdown_nodes "${masters[@]}"
-	log "all nodes stopped (data kept under $CLUSTER_DIR)"
+	log "nodes stopped (data kept under $CLUSTER_DIR)"
 }
 
 status() {
