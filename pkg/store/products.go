@@ -14,11 +14,11 @@ import (
 // Product is one row of products: what is for sale, and how much of it
 // MySQL has already invoiced (Sold).
 type Product struct {
-	SKU        string `db:"sku"`
-	Name       string `db:"name"`
-	PriceCents int64  `db:"price_cents"`
-	Stock      int    `db:"stock"`
-	Sold       int    `db:"sold"`
+	SKU        string `db:"sku" json:"sku"`
+	Name       string `db:"name" json:"name"`
+	PriceCents int64  `db:"price_cents" json:"price_cents"`
+	Stock      int    `db:"stock" json:"stock"`
+	Sold       int    `db:"sold" json:"sold"`
 }
 
 const productColumns = "sku, name, price_cents, stock, sold"
