@@ -1,0 +1,290 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"surge/pkg/order"
+)
+
+// ErrClosed means the Conn was closed by its owner; it comes wrapped
+// together with order.ErrUnavailable.
+var ErrClosed = errors.New("rabbitmq connection closed")
+
+// Conn is a RabbitMQ connection that redials in the background, with
+// backoff, whenever the broker closes it. amqp091-go does not reconnect
+// by itself (its opt-in Recovery gives up after a few attempts and
+// silently revives channels whose outstanding confirms were lost), so
+// Conn hands out plain channels and its users open new ones after a
+// close: the Publisher and Consumer of this package do.
+type Conn struct {
+	url  string
+	opts dialOptions
+
+	mu     sync.Mutex
+	cur    *amqp.Connection // nil while disconnected
+	up     chan struct{}    // closed while cur is set
+	closed bool
+
+	deadMu sync.Mutex // serialises dead-letter operations on this Conn
+	quit   chan struct{}
+	wg     sync.WaitGroup
+}
+
+type dialOptions struct {
+	name        string
+	dialTimeout time.Duration
+	minBackoff  time.Duration
+	maxBackoff  time.Duration
+	logger      *slog.Logger
+}
+
+// DialOption configures Dial.
+type DialOption func(*dialOptions)
+
+// WithConnectionName sets the name shown in the management UI. Default
+// "surge".
+func WithConnectionName(name string) DialOption {
+	return func(o *dialOptions) { o.name = name }
+}
+
+// WithDialTimeout bounds one TCP connect plus AMQP handshake. Default 5s.
+func WithDialTimeout(d time.Duration) DialOption {
+	return func(o *dialOptions) { o.dialTimeout = d }
+}
+
+// WithBackoff sets the redial backoff, which doubles from min up to max,
+// with jitter. Default 100ms to 5s.
+func WithBackoff(min, max time.Duration) DialOption {
+	return func(o *dialOptions) { o.minBackoff, o.maxBackoff = min, max }
+}
+
+// WithLogger sets where connection losses are reported. Default
+// slog.Default().
+func WithLogger(l *slog.Logger) DialOption {
+	return func(o *dialOptions) { o.logger = l }
+}
+
+// Dial connects to url once, then keeps the connection up until Close.
+// When the first attempt fails (within ctx and the dial timeout) it
+// returns an error wrapping order.ErrUnavailable.
+func Dial(ctx context.Context, url string, opts ...DialOption) (*Conn, error) {
+	o := dialOptions{name: "surge", dialTimeout: 5 * time.Second,
+		minBackoff: 100 * time.Millisecond, maxBackoff: 5 * time.Second, logger: slog.Default()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c := &Conn{url: url, opts: o, up: make(chan struct{}), quit: make(chan struct{})}
+	conn, err := c.dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dial rabbitmq: %w: %w", order.ErrUnavailable, err)
+	}
+	c.setConn(conn) // usable as soon as Dial returns
+	c.wg.Add(1)
+	go c.keepUp(conn)
+	return c, nil
+}
+
+// dial makes one connection attempt, abandoned when ctx ends.
+func (c *Conn) dial(ctx context.Context) (*amqp.Connection, error) {
+	type result struct {
+		conn *amqp.Connection
+		err  error
+	}
+	res := make(chan result, 1)
+	go func() {
+		cfg := amqp.Config{
+			Dial:       amqp.DefaultDial(c.opts.dialTimeout),
+			Heartbeat:  10 * time.Second,
+			Properties: amqp.Table{"connection_name": c.opts.name},
+		}
+		conn, err := amqp.DialConfig(c.url, cfg)
+		res <- result{conn, err}
+	}()
+	select {
+	case r := <-res:
+		return r.conn, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-res; r.conn != nil {
+				_ = r.conn.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// keepUp publishes conn, waits for it to close, and redials until Close.
+func (c *Conn) keepUp(conn *amqp.Connection) {
+	defer c.wg.Done()
+	for conn != nil {
+		closed := conn.NotifyClose(make(chan *amqp.Error, 1))
+		if !c.setConn(conn) {
+			_ = conn.Close()
+			return
+		}
+		select {
+		case <-c.quit:
+			return
+		case err := <-closed:
+			if !c.setConn(nil) {
+				return
+			}
+			c.opts.logger.Warn("rabbitmq connection lost", "error", err)
+		}
+		conn = c.redial()
+	}
+}
+
+// setConn records the current connection (nil while down). It reports
+// false once Close was called.
+func (c *Conn) setConn(conn *amqp.Connection) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	if conn != nil && c.cur == nil {
+		close(c.up)
+	}
+	if conn == nil && c.cur != nil {
+		c.up = make(chan struct{})
+	}
+	c.cur = conn
+	return true
+}
+
+// redial retries with exponential backoff and jitter; nil means Close.
+func (c *Conn) redial() *amqp.Connection {
+	backoff := c.opts.minBackoff
+	for {
+		wait := backoff/2 + rand.N(backoff/2+1)
+		select {
+		case <-c.quit:
+			return nil
+		case <-time.After(wait):
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-c.quit:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		conn, err := c.dial(ctx)
+		cancel()
+		if err == nil {
+			c.opts.logger.Info("rabbitmq connection restored")
+			return conn
+		}
+		c.opts.logger.Warn("rabbitmq redial failed", "error", err, "next_in", backoff)
+		backoff = min(backoff*2, c.opts.maxBackoff)
+	}
+}
+
+// Channel opens a channel on the current connection. While the broker is
+// unreachable it fails at once with an error wrapping order.ErrUnavailable.
+func (c *Conn) Channel() (*amqp.Channel, error) {
+	c.mu.Lock()
+	conn, closed := c.cur, c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("open channel: %w: %w", order.ErrUnavailable, ErrClosed)
+	}
+	if conn == nil {
+		return nil, fmt.Errorf("open channel: %w: not connected to rabbitmq", order.ErrUnavailable)
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		return nil, fmt.Errorf("open channel: %w: %w", order.ErrUnavailable, err)
+	}
+	return ch, nil
+}
+
+// awaitChannel waits until a channel can be opened, or ctx ends.
+func (c *Conn) awaitChannel(ctx context.Context) (*amqp.Channel, error) {
+	for {
+		ch, err := c.Channel()
+		if err == nil {
+			return ch, nil
+		}
+		c.mu.Lock()
+		up, closed := c.up, c.closed
+		c.mu.Unlock()
+		if closed {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errors.Join(ctx.Err(), err)
+		case <-up:
+			// Connected, yet the channel failed: the connection is dying.
+			// Wait for keepUp to notice instead of spinning.
+			select {
+			case <-ctx.Done():
+			case <-time.After(c.opts.minBackoff):
+			}
+		}
+	}
+}
+
+// Ready reports whether a connection is currently up.
+func (c *Conn) Ready() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cur != nil && !c.cur.IsClosed()
+}
+
+// Ping checks the broker answers by opening and closing a channel (one
+// round trip each). It fails with an error wrapping order.ErrUnavailable.
+func (c *Conn) Ping(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() {
+		ch, err := c.Channel()
+		if err == nil {
+			err = ch.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, order.ErrUnavailable) {
+			err = fmt.Errorf("ping rabbitmq: %w: %w", order.ErrUnavailable, err)
+		}
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("ping rabbitmq: %w: %w", order.ErrUnavailable, ctx.Err())
+	}
+}
+
+// Close stops redialing and closes the connection. Channels opened from
+// it close too.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	conn := c.cur
+	c.cur = nil
+	close(c.quit)
+	c.mu.Unlock()
+	var err error
+	if conn != nil {
+		err = conn.Close()
+	}
+	c.wg.Wait()
+	if err != nil && !errors.Is(err, amqp.ErrClosed) {
+		return fmt.Errorf("close rabbitmq connection: %w", err)
+	}
+	return nil
+}

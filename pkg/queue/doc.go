@@ -1,0 +1,36 @@
+// Package queue is surge's RabbitMQ side: the order topology, a
+// connection that redials, a confirmed publisher for the gateway, a
+// consumer with retry tiers for the worker, and the dead-letter
+// operations behind opsctl.
+//
+// # Topology
+//
+// Both the gateway and the worker declare it at start-up (Topology.Declare,
+// idempotent). With default names:
+//
+//	orders (topic) --order.created--> orders.created (quorum, x-delivery-limit 20)
+//	    orders.created --dead-letter, at-least-once--> orders.dlx (fanout) --> orders.dead (quorum)
+//	orders.retry (direct) --orders.retry.1s--> orders.retry.1s (quorum, TTL 1s)
+//	    orders.retry.1s --expired--> orders --order.created--> orders.created
+//	(same for the 10s and 60s tiers)
+//
+// A retry is published to the orders.retry direct exchange with the tier
+// queue's name as routing key; when its TTL expires the broker
+// dead-letters it (at-least-once) back to orders with order.created.
+// Queues that dead-letter use x-overflow reject-publish, which RabbitMQ
+// requires for at-least-once dead-lettering. The work queue's delivery
+// limit only catches messages that crash the worker every time; normal
+// failures go through Delivery.Retry and Delivery.Dead, which publish a
+// confirmed copy before acking the original (a crash in between
+// duplicates, never loses; the worker is idempotent by order id).
+//
+// # Headers
+//
+// Retried and parked messages carry HeaderAttempts, HeaderLastError,
+// HeaderFirstFailure and HeaderLastFailure; parked ones add HeaderReason
+// and HeaderDeadID.
+//
+// # Failures
+//
+// Every broker-side failure a caller may retry wraps order.ErrUnavailable.
+package queue
