@@ -1,0 +1,209 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"surge/pkg/order"
+)
+
+// PublisherOptions configures a Publisher. The zero value means the
+// defaults.
+type PublisherOptions struct {
+	// Channels is the size of the channel pool. Default 8.
+	Channels int
+	// ConfirmTimeout bounds the wait for the broker's confirm. Default 2s.
+	ConfirmTimeout time.Duration
+	// Now stamps published orders. Default time.Now.
+	Now func() time.Time
+}
+
+func (o PublisherOptions) withDefaults() PublisherOptions {
+	if o.Channels == 0 {
+		o.Channels = 8
+	}
+	if o.ConfirmTimeout == 0 {
+		o.ConfirmTimeout = 2 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Publisher publishes persistent, mandatory messages and returns only once
+// the broker confirmed them. It keeps a small pool of confirm-mode
+// channels: a caller holds one only while its publish frame is written,
+// then waits for its own confirm while others publish on the same
+// channel. A channel the broker closed is replaced on next use.
+// Publisher is safe for concurrent use.
+type Publisher struct {
+	conn  *Conn
+	topo  Topology
+	opts  PublisherOptions
+	slots chan *confirmChannel // nil entries are not opened yet
+
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+// NewPublisher builds a publisher of orders to topo's exchange. Channels
+// are opened lazily, so it does not need the broker to be up.
+func NewPublisher(conn *Conn, topo Topology, opts PublisherOptions) (*Publisher, error) {
+	opts = opts.withDefaults()
+	if opts.Channels < 1 || opts.ConfirmTimeout < 0 {
+		return nil, fmt.Errorf("new publisher: channels=%d confirm timeout=%v: %w",
+			opts.Channels, opts.ConfirmTimeout, order.ErrInvalid)
+	}
+	return newPublisher(conn, topo, opts), nil
+}
+
+// newPublisher builds a publisher from options known to be valid.
+func newPublisher(conn *Conn, topo Topology, opts PublisherOptions) *Publisher {
+	opts = opts.withDefaults()
+	p := &Publisher{conn: conn, topo: topo.WithDefaults(), opts: opts,
+		slots: make(chan *confirmChannel, opts.Channels), closed: make(chan struct{})}
+	for range opts.Channels {
+		p.slots <- nil
+	}
+	return p
+}
+
+// Publish sends o as JSON to the order exchange with MessageId = o.ID. It
+// returns nil only once the broker acked the message into a queue; every
+// transport failure (nack, unroutable, confirm timeout, closed channel or
+// connection, broker down, ctx ended) wraps order.ErrUnavailable, and an
+// invalid order wraps order.ErrInvalid.
+func (p *Publisher) Publish(ctx context.Context, o order.Order) error {
+	if err := o.Validate(); err != nil {
+		return fmt.Errorf("publish order: %w", err)
+	}
+	if err := order.ValidateID(o.ID); err != nil {
+		return fmt.Errorf("publish order: %w", err)
+	}
+	body, err := json.Marshal(o)
+	if err != nil {
+		return fmt.Errorf("publish order %s: encode: %w", o.ID, err)
+	}
+	msg := amqp.Publishing{
+		ContentType:  ContentTypeJSON,
+		DeliveryMode: amqp.Persistent,
+		MessageId:    o.ID,
+		Timestamp:    p.opts.Now(),
+		Body:         body,
+	}
+	if err := p.publish(ctx, p.topo.Exchange, p.topo.RoutingKey, msg); err != nil {
+		return fmt.Errorf("publish order %s: %w", o.ID, err)
+	}
+	return nil
+}
+
+// PublishRaw sends msg as given (set DeliveryMode to amqp.Persistent) to
+// exchange with routingKey, mandatory, and waits for the confirm like
+// Publish. Replays and retries use it.
+func (p *Publisher) PublishRaw(ctx context.Context, exchange, routingKey string, msg amqp.Publishing) error {
+	if err := p.publish(ctx, exchange, routingKey, msg); err != nil {
+		return fmt.Errorf("publish to %s: %w", exchange, err)
+	}
+	return nil
+}
+
+func (p *Publisher) publish(ctx context.Context, exchange, routingKey string, msg amqp.Publishing) error {
+	if err := msg.Headers.Validate(); err != nil {
+		return fmt.Errorf("headers: %w", err)
+	}
+	cc, err := p.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	key := returnKey{msg.MessageId, exchange, routingKey}
+	o := cc.expect(key)
+	dc, err := cc.ch.PublishWithDeferredConfirmWithContext(ctx, exchange, routingKey, true, false, msg)
+	p.slots <- cc
+	if err != nil {
+		cc.forget(key, o)
+		return fmt.Errorf("%w: %w", order.ErrUnavailable, err)
+	}
+	return p.awaitConfirm(ctx, cc, dc, key, o)
+}
+
+func (p *Publisher) awaitConfirm(ctx context.Context, cc *confirmChannel,
+	dc *amqp.DeferredConfirmation, key returnKey, o *outstanding) error {
+	timer := time.NewTimer(p.opts.ConfirmTimeout)
+	defer timer.Stop()
+	select {
+	case <-dc.Done():
+	case <-ctx.Done():
+		go cc.settleLater(dc, key, o)
+		return fmt.Errorf("%w: waiting for confirm: %w", order.ErrUnavailable, ctx.Err())
+	case <-timer.C:
+		go cc.settleLater(dc, key, o)
+		return fmt.Errorf("%w: no confirm within %v", order.ErrUnavailable, p.opts.ConfirmTimeout)
+	}
+	cc.sync()
+	returned, why := cc.forget(key, o)
+	switch {
+	case !dc.Acked() && cc.ch.IsClosed():
+		return fmt.Errorf("%w: channel closed before the confirm", order.ErrUnavailable)
+	case !dc.Acked():
+		return fmt.Errorf("%w: broker nacked the message", order.ErrUnavailable)
+	case returned:
+		return fmt.Errorf("%w: unroutable, returned by the broker: %s", order.ErrUnavailable, why)
+	}
+	return nil
+}
+
+// acquire takes a pool slot, opening (or replacing a closed) channel in
+// it. The caller puts the slot back right after writing its publish.
+func (p *Publisher) acquire(ctx context.Context) (*confirmChannel, error) {
+	var cc *confirmChannel
+	select {
+	case cc = <-p.slots:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: waiting for a channel: %w", order.ErrUnavailable, ctx.Err())
+	}
+	select {
+	case <-p.closed:
+		p.slots <- cc
+		return nil, fmt.Errorf("%w: publisher closed", order.ErrUnavailable)
+	default:
+	}
+	if cc != nil && !cc.ch.IsClosed() {
+		return cc, nil
+	}
+	if cc != nil {
+		cc.close()
+	}
+	cc, err := openConfirmChannel(p.conn)
+	if err != nil {
+		p.slots <- nil
+		if !errors.Is(err, order.ErrUnavailable) {
+			err = fmt.Errorf("%w: %w", order.ErrUnavailable, err)
+		}
+		return nil, err
+	}
+	return cc, nil
+}
+
+// Close closes the pooled channels; publishes still waiting for a confirm
+// fail with order.ErrUnavailable. The connection stays open.
+func (p *Publisher) Close() error {
+	p.closeOnce.Do(func() {
+		close(p.closed)
+		for range p.opts.Channels {
+			if cc := <-p.slots; cc != nil {
+				cc.close()
+			}
+		}
+		for range p.opts.Channels {
+			p.slots <- nil
+		}
+	})
+	return nil
+}
