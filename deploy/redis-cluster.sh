@@ -64,9 +64,9 @@ write_config() {
 port $port
 bind $HOST
 daemonize yes
-dir $dir
-pidfile $dir/redis.pid
-logfile $dir/redis.log
+dir "$dir"
+pidfile "$dir/redis.pid"
+logfile "$dir/redis.log"
 cluster-enabled yes
 cluster-config-file nodes.conf
 cluster-node-timeout 5000
@@ -74,13 +74,13 @@ appendonly yes
 appendfsync everysec
 maxmemory $MAXMEMORY
 maxmemory-policy volatile-lru
-requirepass $PASSWORD
-masterauth $PASSWORD
+requirepass "$PASSWORD"
+masterauth "$PASSWORD"
 EOF
 		if [[ -f "$ACL_FILE" ]]; then
 			grep -q '^user default ' "$ACL_FILE" ||
 				die "$ACL_FILE defines no 'user default' line; the nodes would lose their password"
-			printf 'aclfile %s\n' "$ACL_FILE"
+			printf 'aclfile "%s"\n' "$ACL_FILE"
 		fi
 	} >"$dir/redis.conf"
 }
@@ -99,12 +99,15 @@ start_node() {
 		log "starting new node $port"
 	fi
 	redis-server "$dir/redis.conf" || die "redis-server failed to start on $port; see $dir/redis.log"
-	for _ in $(seq 1 50); do
-		alive "$port" && return 0
+	# A node answers LOADING, not PONG, while it replays a large AOF.
+	local deadline=$((SECONDS + TIMEOUT))
+	until alive "$port"; do
+		if ((SECONDS >= deadline)); then
+			tail -n 20 "$dir/redis.log" >&2 || true
+			die "node $port did not answer PING within ${TIMEOUT}s; log: $dir/redis.log"
+		fi
 		sleep 0.1
 	done
-	tail -n 20 "$dir/redis.log" >&2 || true
-	die "node $port did not answer PING within 5s; log: $dir/redis.log"
 }
 
 # foreign_dir PORT prints the data dir of the node answering on PORT when it is not ours:
@@ -264,9 +267,14 @@ wait_healthy() {
 # use_foreign succeeds, once the cluster is healthy, when the ports are served by nodes
 # whose data lives in another dir: that cluster is used as it is, never changed from here.
 use_foreign() {
-	local dir
+	local dir port
 	dir="$(foreign_cluster)"
 	[[ -n "$dir" ]] || return 1
+	for port in $(ports); do
+		alive "$port" || continue
+		cli "$port" INFO cluster 2>/dev/null | tr -d '\r' | grep -qx 'cluster_enabled:1' ||
+			die "port $port is taken by a Redis that is not a cluster node (dir $(foreign_dir "$port")); pick another SURGE_CLUSTER_PORT_BASE"
+	done
 	log "ports $BASE-$((BASE + NODES - 1)) are served by nodes from $(dirname "$dir"); using that cluster as it is"
 	wait_healthy
 }
