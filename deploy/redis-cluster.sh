@@ -330,7 +330,7 @@ cmd_stop() {
 	# Replicas first, then masters, so no replica is promoted while the nodes go down.
 	((${#replicas[@]} == 0)) || shutdown_nodes "${replicas[@]}"
 	((${#masters[@]} == 0)) || shutdown_nodes "${masters[@]}"
-	log "nodes stopped (data kept under $CLUSTER_DIR)"
+	log "stopped $((${#replicas[@]} + ${#masters[@]})) node(s); data kept under $CLUSTER_DIR"
 }
 
 status() {
