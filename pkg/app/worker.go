@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"surge/pkg/config"
 	"surge/pkg/queue"
@@ -17,6 +18,9 @@ type WorkerConfig struct {
 	Prefetch int `envconfig:"WORKER_PREFETCH" default:"128"`
 	// Concurrency is the pool size: SURGE_WORKER_CONCURRENCY, default 32.
 	Concurrency int `envconfig:"WORKER_CONCURRENCY" default:"32"`
+	// OrderTimeout bounds one order's processing, after which it is
+	// retried through the tiers: SURGE_WORKER_ORDER_TIMEOUT, default 10s.
+	OrderTimeout time.Duration `envconfig:"WORKER_ORDER_TIMEOUT" default:"10s"`
 }
 
 // Worker is the running worker pool.
@@ -36,9 +40,10 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker
 		return nil, err
 	}
 	proc := &worker.Processor{
-		Ledger: eng.db,
-		Stock:  stock.New(eng.redis, stock.Options{StateTTL: cfg.IdempotencyTTL}),
-		Log:    log,
+		Ledger:  eng.db,
+		Stock:   stock.New(eng.redis, stock.Options{StateTTL: cfg.IdempotencyTTL}),
+		Log:     log,
+		Timeout: cfg.OrderTimeout,
 	}
 	cons := queue.NewConsumer(eng.mq, cfg.AMQP.Topology(), queue.ConsumerOptions{
 		Prefetch: cfg.Prefetch, Concurrency: cfg.Concurrency, Logger: log,

@@ -1,9 +1,10 @@
 // Package worker turns accepted orders into invoices. For each delivery it
 // takes the order's lock (with a fencing token), runs the guarded MySQL
 // transaction, settles the reservation in Redis, refreshes the product
-// cache, and only then acks. Failures are classified: bad messages and
-// unknown SKUs are parked at once, everything else is retried through the
-// queue's delay tiers.
+// cache, and only then acks. Failures are classified: bad messages,
+// unknown SKUs and order data MySQL refuses are parked at once with their
+// reason; everything else is retried through the queue's delay tiers and
+// parked only when they run out (see classify.go).
 package worker
 
 import (
@@ -63,7 +64,15 @@ type Processor struct {
 	Cache    Refresher
 	Observer Observer
 	Log      *slog.Logger
+	// Timeout bounds one order's processing (lock, MySQL, Redis), so an
+	// engine that stops answering without closing its connections fails
+	// the attempt, which is then retried, instead of holding a handler
+	// until the TCP stack gives up. Default DefaultTimeout.
+	Timeout time.Duration
 }
+
+// DefaultTimeout is Processor.Timeout's default.
+const DefaultTimeout = 10 * time.Second
 
 // Outcomes reported to the Observer and in logs.
 const (
@@ -79,6 +88,8 @@ const (
 // left to the broker's redelivery.
 func (p *Processor) Handle(ctx context.Context, d Delivery) {
 	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, p.timeout())
+	defer cancel()
 	outcome, o, err := p.handle(ctx, d)
 	if p.Observer != nil {
 		p.Observer.Observe(outcome, time.Since(start))
@@ -105,6 +116,9 @@ func (p *Processor) handle(ctx context.Context, d Delivery) (string, order.Order
 		// is a late duplicate.
 		return OutcomeDuplicate, o, d.Ack()
 	case err != nil:
+		if reason, ok := permanent(err); ok {
+			return OutcomeDead, o, settle(d.Dead(reason, err), err)
+		}
 		return OutcomeRetried, o, settle(d.Retry(err), err)
 	}
 	outcome := string(res.Status)
@@ -165,6 +179,13 @@ func (p *Processor) settleStock(ctx context.Context, o order.Order, res store.Re
 		return fmt.Errorf("settle stock order=%s: %w", o.ID, err)
 	}
 	return nil
+}
+
+func (p *Processor) timeout() time.Duration {
+	if p.Timeout > 0 {
+		return p.Timeout
+	}
+	return DefaultTimeout
 }
 
 func (p *Processor) log() *slog.Logger {
