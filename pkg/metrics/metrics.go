@@ -1,0 +1,187 @@
+// Package metrics publishes surge's Prometheus metrics: HTTP latency by
+// route and status, reservations, publisher confirms, worker outcomes,
+// retries and dead letters, reconciler drift and repairs, locks, the
+// product cache and rate limits, plus (cluster.go, queues.go) an exporter
+// of the Redis Cluster's per-node health and the queues' depth.
+//
+// Every collector lives in Registry, so a process serves all of them on
+// one Handler. Label values are bounded sets (outcomes, routes, node
+// addresses): no SKU, customer or order id ever becomes a label; those go
+// to the logs. The labelled series are created at zero when the package
+// loads, so a dashboard shows flat lines rather than "no data" before the
+// first order.
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Namespace prefixes every surge metric.
+const Namespace = "surge"
+
+// Registry holds every surge collector plus the Go runtime and process
+// collectors. Register extra collectors (the cluster exporter) here.
+var Registry = prometheus.NewRegistry()
+
+// Handler serves Registry in the Prometheus exposition format. Mount it on
+// GET /metrics.
+func Handler() http.Handler {
+	return promhttp.HandlerFor(Registry, promhttp.HandlerOpts{
+		Registry:            Registry,
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: 4,
+		Timeout:             10 * time.Second,
+	})
+}
+
+// Latency buckets in seconds: the gateway answers in milliseconds, a worker
+// transaction in tens of milliseconds, a stuck dependency in seconds.
+var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+var (
+	httpDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "http_request_duration_seconds",
+		Help:    "HTTP request latency by route pattern, method and status code.",
+		Buckets: latencyBuckets,
+	}, []string{"route", "method", "status"})
+
+	reservations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "reservations_total",
+		Help: "Stock reservations by outcome: reserved, repeat, sold_out, not_loaded, error.",
+	}, []string{"outcome"})
+	releases = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "reservation_releases_total",
+		Help: "Reservations released by the gateway or worker, by mode (forget, reject) and result (ok, error).",
+	}, []string{"mode", "result"})
+
+	publishes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "publish_total",
+		Help: "Order publishes by broker answer: confirmed, nacked, returned, timeout, error.",
+	}, []string{"result"})
+	publishDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "publish_duration_seconds",
+		Help:    "Time from publish to the broker's confirm (or failure).",
+		Buckets: latencyBuckets,
+	})
+
+	workerOrders = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "worker_orders_total",
+		Help: "Deliveries handled by the worker, by outcome: invoiced, rejected, duplicate, retried, dead.",
+	}, []string{"outcome"})
+	workerDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "worker_processing_seconds",
+		Help:    "Time the worker spent on one delivery, by outcome.",
+		Buckets: latencyBuckets,
+	}, []string{"outcome"})
+	retries = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "retries_total",
+		Help: "Deliveries sent to a retry tier.",
+	})
+	deadLetters = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "dead_letters_total",
+		Help: "Deliveries parked in the dead-letter queue.",
+	})
+
+	reconcileDrift = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "reconcile_drift_total",
+		Help: "Differences between Redis and MySQL the reconciler found, by kind.",
+	}, []string{"kind"})
+	reconcileRepairs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "reconcile_repairs_total",
+		Help: "Differences the reconciler repaired, by kind.",
+	}, []string{"kind"})
+	reconcileRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "reconcile_runs_total",
+		Help: "Reconciler passes by result: ok, error.",
+	}, []string{"result"})
+	reconcileDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "reconcile_duration_seconds",
+		Help:    "Duration of one reconciler pass.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 4, 8),
+	})
+	reconcileLastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "reconcile_last_success_timestamp_seconds",
+		Help: "Unix time of the last reconciler pass that ended without error.",
+	})
+
+	lockAcquisitions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "lock_acquisitions_total",
+		Help: "Distributed lock attempts by result: acquired, contended (held by another owner), error.",
+	}, []string{"result"})
+	lockWait = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "lock_wait_seconds",
+		Help:    "Time spent obtaining a distributed lock, retries included.",
+		Buckets: latencyBuckets,
+	})
+
+	cacheRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "cache_requests_total",
+		Help: "Product cache reads by result: hit, miss.",
+	}, []string{"result"})
+	cacheRebuilds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "cache_rebuilds_total",
+		Help: "Product cache rebuilds by result: ok, error.",
+	}, []string{"result"})
+
+	rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "rate_limit_decisions_total",
+		Help: "Rate-limit decisions by scope (customer, ip) and decision (allowed, limited, error).",
+	}, []string{"scope", "decision"})
+)
+
+// Label values created at zero when the package loads.
+var (
+	reservationOutcomes = []string{ReservationReserved, ReservationRepeat, ReservationSoldOut, ReservationNotLoaded, ReservationError}
+	publishResults      = []string{PublishConfirmed, PublishNacked, PublishReturned, PublishTimeout, PublishError}
+	workerOutcomes      = []string{"invoiced", "rejected", "duplicate", "retried", "dead"}
+	driftKinds          = []string{DriftCommitMissing, DriftStaleReservation, DriftSoldMismatch, DriftStockMismatch, DriftNotLoaded}
+)
+
+func init() {
+	Registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		httpDuration, reservations, releases, publishes, publishDuration,
+		workerOrders, workerDuration, retries, deadLetters,
+		reconcileDrift, reconcileRepairs, reconcileRuns, reconcileDuration, reconcileLastSuccess,
+		lockAcquisitions, lockWait, cacheRequests, cacheRebuilds, rateLimited,
+	)
+	for _, o := range reservationOutcomes {
+		reservations.WithLabelValues(o)
+	}
+	for _, m := range []string{"forget", "reject"} {
+		releases.WithLabelValues(m, "ok")
+		releases.WithLabelValues(m, "error")
+	}
+	for _, r := range publishResults {
+		publishes.WithLabelValues(r)
+	}
+	for _, o := range workerOutcomes {
+		workerOrders.WithLabelValues(o)
+		workerDuration.WithLabelValues(o)
+	}
+	for _, k := range driftKinds {
+		reconcileDrift.WithLabelValues(k)
+		reconcileRepairs.WithLabelValues(k)
+	}
+	for _, r := range []string{"ok", "error"} {
+		reconcileRuns.WithLabelValues(r)
+		cacheRebuilds.WithLabelValues(r)
+	}
+	for _, r := range []string{LockAcquired, LockContended, LockError} {
+		lockAcquisitions.WithLabelValues(r)
+	}
+	for _, r := range []string{"hit", "miss"} {
+		cacheRequests.WithLabelValues(r)
+	}
+	for _, s := range []string{"customer", "ip"} {
+		for _, d := range []string{"allowed", "limited", "error"} {
+			rateLimited.WithLabelValues(s, d)
+		}
+	}
+}

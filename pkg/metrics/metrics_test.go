@@ -1,0 +1,200 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"surge/pkg/order"
+	"surge/pkg/stock"
+)
+
+// sample returns the value of the series name{labels} in Registry: a
+// counter's or gauge's value, or a histogram's sample count. Missing
+// series read as -1.
+func sample(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	fams, err := Registry.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if matches(m, labels) {
+				return value(m)
+			}
+		}
+	}
+	return -1
+}
+
+func matches(m *dto.Metric, labels map[string]string) bool {
+	got := map[string]string{}
+	for _, lp := range m.GetLabel() {
+		got[lp.GetName()] = lp.GetValue()
+	}
+	if len(got) != len(labels) {
+		return false
+	}
+	for k, v := range labels {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.Counter != nil:
+		return m.GetCounter().GetValue()
+	case m.Gauge != nil:
+		return m.GetGauge().GetValue()
+	case m.Histogram != nil:
+		return float64(m.GetHistogram().GetSampleCount())
+	}
+	return -1
+}
+
+func TestMiddlewareLabelsByRoutePattern(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/orders/{id}", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no such order", http.StatusNotFound)
+	})
+	mux.HandleFunc("POST /v1/orders", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "{}") // implicit 200
+	})
+	srv := httptest.NewServer(Middleware(mux))
+	defer srv.Close()
+
+	byID := map[string]string{"route": "GET /v1/orders/{id}", "method": "GET", "status": "404"}
+	posted := map[string]string{"route": "POST /v1/orders", "method": "POST", "status": "200"}
+	unmatched := map[string]string{"route": "unmatched", "method": "GET", "status": "404"}
+	before := []float64{sample(t, "surge_http_request_duration_seconds", byID),
+		sample(t, "surge_http_request_duration_seconds", posted),
+		sample(t, "surge_http_request_duration_seconds", unmatched)}
+
+	for _, id := range []string{"o_1", "o_2", "o_3"} {
+		get(t, srv.URL+"/v1/orders/"+id)
+	}
+	resp, err := http.Post(srv.URL+"/v1/orders", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	get(t, srv.URL+"/nowhere")
+
+	after := []float64{sample(t, "surge_http_request_duration_seconds", byID),
+		sample(t, "surge_http_request_duration_seconds", posted),
+		sample(t, "surge_http_request_duration_seconds", unmatched)}
+	want := []float64{3, 1, 1}
+	for i := range want {
+		if d := after[i] - max(before[i], 0); d != want[i] {
+			t.Errorf("series %d grew by %v, want %v (ids must not become labels)", i, d, want[i])
+		}
+	}
+}
+
+func get(t *testing.T, url string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+// reserveStub answers Reserve with a fixed result: the outcomes come from
+// pkg/stock's contract, not from an engine.
+type reserveStub struct {
+	res stock.Reservation
+	err error
+}
+
+func (s reserveStub) Reserve(context.Context, order.Order) (stock.Reservation, error) {
+	return s.res, s.err
+}
+
+func (s reserveStub) Release(context.Context, string, string, stock.ReleaseMode) (int, error) {
+	return 0, s.err
+}
+
+func TestReserverCountsOutcomes(t *testing.T) {
+	cases := []struct {
+		stub reserveStub
+		want string
+	}{
+		{reserveStub{res: stock.Reservation{Avail: 3}}, ReservationReserved},
+		{reserveStub{res: stock.Reservation{Repeat: true}}, ReservationRepeat},
+		{reserveStub{err: fmt.Errorf("reserve: %w", order.ErrSoldOut)}, ReservationSoldOut},
+		{reserveStub{err: fmt.Errorf("reserve: %w", order.ErrNotLoaded)}, ReservationNotLoaded},
+		{reserveStub{err: fmt.Errorf("reserve: i/o timeout")}, ReservationError},
+	}
+	for _, c := range cases {
+		labels := map[string]string{"outcome": c.want}
+		before := sample(t, "surge_reservations_total", labels)
+		_, _ = Reserver{Next: c.stub}.Reserve(context.Background(), order.Order{})
+		if got := sample(t, "surge_reservations_total", labels); got != before+1 {
+			t.Errorf("outcome %s: counter went %v -> %v, want +1", c.want, before, got)
+		}
+	}
+}
+
+func TestWorkerObserverCountsRetriesAndDeadLetters(t *testing.T) {
+	retried := sample(t, "surge_retries_total", map[string]string{})
+	dead := sample(t, "surge_dead_letters_total", map[string]string{})
+	invoiced := sample(t, "surge_worker_processing_seconds", map[string]string{"outcome": "invoiced"})
+	var o WorkerObserver
+	o.Observe("retried", time.Millisecond)
+	o.Observe("dead", time.Millisecond)
+	o.Observe("dead", time.Millisecond)
+	o.Observe("invoiced", 5*time.Millisecond)
+	if got := sample(t, "surge_retries_total", map[string]string{}); got != retried+1 {
+		t.Errorf("retries %v -> %v, want +1", retried, got)
+	}
+	if got := sample(t, "surge_dead_letters_total", map[string]string{}); got != dead+2 {
+		t.Errorf("dead letters %v -> %v, want +2", dead, got)
+	}
+	if got := sample(t, "surge_worker_processing_seconds", map[string]string{"outcome": "invoiced"}); got != invoiced+1 {
+		t.Errorf("invoiced timings %v -> %v, want +1", invoiced, got)
+	}
+}
+
+func TestReconcileRunSetsLastSuccess(t *testing.T) {
+	errs := sample(t, "surge_reconcile_runs_total", map[string]string{"result": "error"})
+	ReconcileRun(time.Second, fmt.Errorf("mysql down"))
+	if got := sample(t, "surge_reconcile_runs_total", map[string]string{"result": "error"}); got != errs+1 {
+		t.Errorf("error runs %v -> %v, want +1", errs, got)
+	}
+	ReconcileRun(time.Second, nil)
+	last := sample(t, "surge_reconcile_last_success_timestamp_seconds", map[string]string{})
+	if now := float64(time.Now().Unix()); last < now-60 || last > now+1 {
+		t.Errorf("last success %v, want about %v", last, now)
+	}
+}
+
+func TestHandlerServesEveryFamily(t *testing.T) {
+	rec := httptest.NewRecorder()
+	Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := rec.Body.String()
+	for _, name := range []string{
+		"surge_reservations_total", "surge_publish_total", "surge_worker_orders_total",
+		"surge_retries_total", "surge_dead_letters_total", "surge_reconcile_drift_total",
+		"surge_reconcile_repairs_total", "surge_lock_acquisitions_total", "surge_cache_requests_total",
+		"surge_cache_rebuilds_total", "surge_rate_limit_decisions_total", "go_goroutines",
+	} {
+		if !strings.Contains(body, "\n"+name) && !strings.HasPrefix(body, name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package metrics
+
+import "time"
+
+// Drift kinds the reconciler reports. Other kinds are accepted; these are
+// the ones created at zero and drawn on the dashboard.
+const (
+	// DriftCommitMissing: a reservation whose invoice already exists in
+	// MySQL (the commit script never ran, or a failover lost it).
+	DriftCommitMissing = "commit_missing"
+	// DriftStaleReservation: a reservation with no live order past the
+	// grace period.
+	DriftStaleReservation = "stale_reservation"
+	// DriftSoldMismatch: Redis's sold counter differs from MySQL's.
+	DriftSoldMismatch = "sold_mismatch"
+	// DriftStockMismatch: Redis's total stock differs from MySQL's.
+	DriftStockMismatch = "stock_mismatch"
+	// DriftNotLoaded: a product MySQL sells has no stock in Redis.
+	DriftNotLoaded = "not_loaded"
+)
+
+// ReconcileDrift counts one difference between Redis and MySQL found by the
+// reconciler. Log the SKU beside it: it is not a label.
+func ReconcileDrift(kind string) { reconcileDrift.WithLabelValues(kind).Inc() }
+
+// ReconcileRepaired counts one difference the reconciler repaired.
+func ReconcileRepaired(kind string) { reconcileRepairs.WithLabelValues(kind).Inc() }
+
+// ReconcileRun records one reconciler pass: its duration and whether it
+// ended with an error. A pass without error also sets the last-success
+// timestamp that the staleness alert watches.
+func ReconcileRun(took time.Duration, err error) {
+	reconcileDuration.Observe(took.Seconds())
+	if err != nil {
+		reconcileRuns.WithLabelValues("error").Inc()
+		return
+	}
+	reconcileRuns.WithLabelValues("ok").Inc()
+	reconcileLastSuccess.SetToCurrentTime()
+}
+
+// Lock attempt results.
+const (
+	LockAcquired  = "acquired"
+	LockContended = "contended"
+	LockError     = "error"
+)
+
+// LockAttempt records one attempt to take a distributed lock: result is
+// LockAcquired, LockContended (another owner holds it) or LockError, and
+// wait the time the attempt took, retries included.
+func LockAttempt(result string, wait time.Duration) {
+	lockAcquisitions.WithLabelValues(result).Inc()
+	lockWait.Observe(wait.Seconds())
+}
+
+// CacheHit counts a product read served from the cache.
+func CacheHit() { cacheRequests.WithLabelValues("hit").Inc() }
+
+// CacheMiss counts a product read the cache could not serve.
+func CacheMiss() { cacheRequests.WithLabelValues("miss").Inc() }
+
+// CacheRebuilt counts one rebuild of a cached product view; err is the
+// rebuild's failure, if any.
+func CacheRebuilt(err error) {
+	if err != nil {
+		cacheRebuilds.WithLabelValues("error").Inc()
+		return
+	}
+	cacheRebuilds.WithLabelValues("ok").Inc()
+}

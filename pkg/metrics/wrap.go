@@ -1,0 +1,185 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"surge/pkg/order"
+	"surge/pkg/stock"
+)
+
+// Reservation outcomes.
+const (
+	ReservationReserved  = "reserved"
+	ReservationRepeat    = "repeat"
+	ReservationSoldOut   = "sold_out"
+	ReservationNotLoaded = "not_loaded"
+	ReservationError     = "error"
+)
+
+// StockReserver is what the gateway reserves with. *stock.Stock
+// implements it.
+type StockReserver interface {
+	Reserve(ctx context.Context, o order.Order) (stock.Reservation, error)
+	Release(ctx context.Context, sku, orderID string, mode stock.ReleaseMode) (int, error)
+}
+
+// Reserver counts reservations by outcome and releases by mode around
+// Next.
+type Reserver struct{ Next StockReserver }
+
+var _ StockReserver = Reserver{}
+
+// Reserve calls Next.Reserve and counts its outcome.
+func (r Reserver) Reserve(ctx context.Context, o order.Order) (stock.Reservation, error) {
+	res, err := r.Next.Reserve(ctx, o)
+	reservations.WithLabelValues(reservationOutcome(res, err)).Inc()
+	return res, err
+}
+
+func reservationOutcome(res stock.Reservation, err error) string {
+	switch {
+	case res.Repeat:
+		return ReservationRepeat
+	case err == nil:
+		return ReservationReserved
+	case errors.Is(err, order.ErrSoldOut):
+		return ReservationSoldOut
+	case errors.Is(err, order.ErrNotLoaded):
+		return ReservationNotLoaded
+	}
+	return ReservationError
+}
+
+// Release calls Next.Release and counts it.
+func (r Reserver) Release(ctx context.Context, sku, orderID string, mode stock.ReleaseMode) (int, error) {
+	n, err := r.Next.Release(ctx, sku, orderID, mode)
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	releases.WithLabelValues(string(mode), result).Inc()
+	return n, err
+}
+
+// Publish results.
+const (
+	PublishConfirmed = "confirmed"
+	PublishNacked    = "nacked"
+	PublishReturned  = "returned"
+	PublishTimeout   = "timeout"
+	PublishError     = "error"
+)
+
+// OrderPublisher publishes an order and returns once the broker confirmed
+// it. *queue.Publisher implements it.
+type OrderPublisher interface {
+	Publish(ctx context.Context, o order.Order) error
+}
+
+// Publisher counts publishes by the broker's answer and times them.
+type Publisher struct{ Next OrderPublisher }
+
+var _ OrderPublisher = Publisher{}
+
+// Publish calls Next.Publish and records the result.
+func (p Publisher) Publish(ctx context.Context, o order.Order) error {
+	start := time.Now()
+	err := p.Next.Publish(ctx, o)
+	publishDuration.Observe(time.Since(start).Seconds())
+	publishes.WithLabelValues(publishResult(err)).Inc()
+	return err
+}
+
+// publishResult reads queue.Publisher's error texts: it reports a nack,
+// a return and a missing confirm only in its messages.
+func publishResult(err error) string {
+	switch {
+	case err == nil:
+		return PublishConfirmed
+	case strings.Contains(err.Error(), "nacked"):
+		return PublishNacked
+	case strings.Contains(err.Error(), "returned by the broker"):
+		return PublishReturned
+	case strings.Contains(err.Error(), "no confirm within"), errors.Is(err, context.DeadlineExceeded):
+		return PublishTimeout
+	}
+	return PublishError
+}
+
+// WorkerObserver records worker outcomes and processing time; it
+// implements worker.Observer. Retried and dead outcomes also count as
+// retries and dead letters.
+type WorkerObserver struct{}
+
+// Observe records one handled delivery.
+func (WorkerObserver) Observe(outcome string, d time.Duration) {
+	workerOrders.WithLabelValues(outcome).Inc()
+	workerDuration.WithLabelValues(outcome).Observe(d.Seconds())
+	switch outcome {
+	case "retried":
+		retries.Inc()
+	case "dead":
+		deadLetters.Inc()
+	}
+}
+
+// OrderLocker is worker.Locker's method.
+type OrderLocker interface {
+	Lock(ctx context.Context, name string) (fence int64, held context.Context, release func(), err error)
+}
+
+// Locker records lock attempts around Next. Contended tells a lock held
+// by another owner from other failures; nil counts every failure as an
+// error.
+type Locker struct {
+	Next      OrderLocker
+	Contended func(error) bool
+}
+
+var _ OrderLocker = Locker{}
+
+// Lock calls Next.Lock and records the attempt.
+func (l Locker) Lock(ctx context.Context, name string) (int64, context.Context, func(), error) {
+	start := time.Now()
+	fence, held, release, err := l.Next.Lock(ctx, name)
+	result := LockAcquired
+	switch {
+	case err != nil && l.Contended != nil && l.Contended(err):
+		result = LockContended
+	case err != nil:
+		result = LockError
+	}
+	LockAttempt(result, time.Since(start))
+	return fence, held, release, err
+}
+
+// RateLimiter decides whether subject may make one more request.
+// *ratelimit.Limiter implements it.
+type RateLimiter interface {
+	Allow(ctx context.Context, subject string) (allowed bool, retryAfter time.Duration, err error)
+}
+
+// Limiter counts rate-limit decisions of one scope ("customer", "ip").
+type Limiter struct {
+	Scope string
+	Next  RateLimiter
+}
+
+var _ RateLimiter = Limiter{}
+
+// Allow calls Next.Allow and counts the decision.
+func (l Limiter) Allow(ctx context.Context, subject string) (bool, time.Duration, error) {
+	ok, after, err := l.Next.Allow(ctx, subject)
+	decision := "allowed"
+	switch {
+	case err != nil:
+		decision = "error"
+	case !ok:
+		decision = "limited"
+	}
+	rateLimited.WithLabelValues(l.Scope, decision).Inc()
+	return ok, after, err
+}
