@@ -33,4 +33,6 @@ var (
 )
 
 // All lists every script, for loading them on each master at start-up.
-func All() []*redis.Script { return []*redis.Script{Reserve, Commit, Release, Load, View} }
+func All() []*redis.Script {
+	return append([]*redis.Script{Reserve, Commit, Release, Load, View}, leaseScripts()...)
+}

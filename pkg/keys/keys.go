@@ -44,11 +44,22 @@ func Lock(name string) string { return "{lock:" + name + "}" }
 // LockFence is the counter that backs a lock's fencing tokens in Redis.
 func LockFence(name string) string { return "{lock:" + name + "}:fence" }
 
+// Cache is the entry of id in the cache namespace ns: a hash holding the
+// value and its expiry metadata (pkg/cache).
+func Cache(ns, id string) string { return "{cache:" + ns + ":" + id + "}" }
+
+// CacheLease is the rebuild lease of a cache entry; it shares the entry's
+// hash tag so one script reads the entry and takes the lease.
+func CacheLease(ns, id string) string { return Cache(ns, id) + ":lease" }
+
+// ProductNamespace is the cache namespace of product views.
+const ProductNamespace = "product"
+
 // Product is the cached product view of sku.
-func Product(sku string) string { return "{cache:product:" + sku + "}" }
+func Product(sku string) string { return Cache(ProductNamespace, sku) }
 
 // ProductLease is the rebuild lease of the cached product view of sku.
-func ProductLease(sku string) string { return "{cache:product:" + sku + "}:lease" }
+func ProductLease(sku string) string { return CacheLease(ProductNamespace, sku) }
 
 // RateLimit is the rate-limit counter of one subject (customer or IP).
 func RateLimit(subject string) string { return "{rl:" + subject + "}" }
