@@ -7,6 +7,7 @@
 #   make test        start the engines, vet, race-test everything, then the chaos tests
 #   make test-chaos  only the tests behind the `chaos` build tag
 #   make bench       benchmarks
+#   make smoke       the README's curl example against the pipeline `make up` started
 #   make build | fmt | vet | status | clean
 
 SHELL := /bin/bash
@@ -28,7 +29,7 @@ CHAOS_PKGS = $(shell grep -rlE --include='*.go' --exclude-dir=var --exclude-dir=
 FOREMAN_PID := $(VAR)/foreman.pid
 FOREMAN_LOG := $(VAR)/log/foreman.log
 
-.PHONY: build up down deps engines migrate procs-start procs-stop test test-chaos chaos bench \
+.PHONY: build up down deps engines migrate procs-start procs-stop test test-chaos chaos bench smoke \
 	fmt vet status clean
 
 # build compiles every services/<name> main package into bin/<name>.
@@ -113,6 +114,10 @@ vet:
 	$(GO) vet ./...
 	@if command -v staticcheck >/dev/null; then echo "staticcheck ./..."; staticcheck ./...; \
 	else echo "vet: staticcheck is not installed, skipped"; fi
+
+# smoke runs the README's quick-start example against a running pipeline.
+smoke:
+	deploy/smoke.sh
 
 status:
 	@pid="$$(cat $(FOREMAN_PID) 2>/dev/null || true)"; \

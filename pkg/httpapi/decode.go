@@ -17,9 +17,9 @@ const MaxBodyBytes = 4 << 10
 // decode reads exactly one JSON object into v, refusing unknown fields,
 // wrong types, trailing data and oversized bodies with specific messages.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return &apiError{http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type must be application/json"}
-	}
+	// The body is read as JSON whatever Content-Type says: curl -d sends
+	// application/x-www-form-urlencoded, and a wrong header is no reason
+	// to refuse a well-formed order.
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
