@@ -47,6 +47,10 @@ type Server struct {
 	Ready      []Check
 	AdminToken string
 	Log        *slog.Logger
+	// CustomerLimit and IPLimit rate-limit POST /v1/orders per customer
+	// and per client IP (429 with Retry-After). Nil means no limit.
+	CustomerLimit Limiter
+	IPLimit       Limiter
 
 	log *slog.Logger
 	mux *http.ServeMux
@@ -114,6 +118,9 @@ func (req orderRequest) order() (order.Order, error) {
 }
 
 func (s *Server) postOrder(w http.ResponseWriter, r *http.Request) {
+	if s.overLimit(w, r, s.IPLimit, clientIP(r)) {
+		return
+	}
 	var req orderRequest
 	if err := decode(w, r, &req); err != nil {
 		s.writeError(w, r, err)
@@ -122,6 +129,11 @@ func (s *Server) postOrder(w http.ResponseWriter, r *http.Request) {
 	o, err := req.order()
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	// An invalid order is answered 400 by Accept; only valid customer ids
+	// name a budget.
+	if o.Validate() == nil && s.overLimit(w, r, s.CustomerLimit, o.CustomerID) {
 		return
 	}
 	acc, err := s.Orders.Accept(r.Context(), o, r.Header.Get("Idempotency-Key"))

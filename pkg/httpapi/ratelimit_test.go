@@ -1,0 +1,88 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"surge/pkg/gateway"
+	"surge/pkg/order"
+)
+
+// budget refuses a subject once its n requests are spent.
+type budget struct {
+	left  map[string]int
+	after time.Duration
+	err   error
+}
+
+func (b *budget) Allow(_ context.Context, subject string) (bool, time.Duration, error) {
+	if b.err != nil {
+		return true, 0, b.err
+	}
+	if b.left[subject] <= 0 {
+		return false, b.after, nil
+	}
+	b.left[subject]--
+	return true, 0, nil
+}
+
+type acceptAll struct{ n int }
+
+func (a *acceptAll) Accept(_ context.Context, o order.Order, _ string) (gateway.Accepted, error) {
+	a.n++
+	return gateway.Accepted{OrderID: "o_1", Status: order.StatusAccepted, SKU: o.SKU, Qty: o.Qty}, nil
+}
+
+func postAs(t *testing.T, h http.Handler, customer string) *httptest.ResponseRecorder {
+	t.Helper()
+	body := `{"sku":"sku-1","qty":1,"customer_id":"` + customer + `"}`
+	req := httptest.NewRequest(http.MethodPost, "/v1/orders", strings.NewReader(body))
+	req.Header.Set("Idempotency-Key", "k1")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func TestRateLimitAnswers429WithRetryAfter(t *testing.T) {
+	acc := &acceptAll{}
+	s := &Server{Orders: acc,
+		CustomerLimit: &budget{left: map[string]int{"alice": 2}, after: 1500 * time.Millisecond},
+		IPLimit:       &budget{left: map[string]int{"192.0.2.1": 100}}}
+	h := s.Handler()
+	for i := range 2 {
+		if rec := postAs(t, h, "alice"); rec.Code != http.StatusAccepted {
+			t.Fatalf("request %d: %d %s, want 202", i+1, rec.Code, rec.Body)
+		}
+	}
+	rec := postAs(t, h, "alice")
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "2" {
+		t.Fatalf("third request: %d Retry-After %q, want 429 with Retry-After 2", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	var e errorBody
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error.Code != "rate_limited" {
+		t.Fatalf("429 body %s (err %v), want code rate_limited", rec.Body, err)
+	}
+	if acc.n != 2 {
+		t.Fatalf("%d orders reached the gateway, want 2: a limited request must not reserve", acc.n)
+	}
+}
+
+func TestRateLimitPerIPAndFailOpen(t *testing.T) {
+	acc := &acceptAll{}
+	s := &Server{Orders: acc, IPLimit: &budget{left: map[string]int{}, after: 10 * time.Millisecond}}
+	h := s.Handler()
+	rec := postAs(t, h, "bob")
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" {
+		t.Fatalf("empty IP budget: %d Retry-After %q, want 429 with Retry-After 1", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	s2 := &Server{Orders: acc, CustomerLimit: &budget{err: errors.New("redis down")}}
+	if rec := postAs(t, s2.Handler(), "bob"); rec.Code != http.StatusAccepted {
+		t.Fatalf("limiter failing: %d, want the request let through (202)", rec.Code)
+	}
+}
