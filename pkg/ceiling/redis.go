@@ -1,0 +1,71 @@
+package ceiling
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"surge/pkg/keys"
+	"surge/pkg/order"
+	"surge/pkg/stock"
+)
+
+// RedisOptions tune the EVALSHA ceiling. The zero value means the
+// defaults.
+type RedisOptions struct {
+	// SKU is the one key set reserved from; it is deleted afterwards.
+	// Required: use a name no one else uses.
+	SKU string
+	// Workers is the number of concurrent callers. Default 64.
+	Workers int
+	// Duration of the measurement. Default 3s.
+	Duration time.Duration
+	// StateTTL is the lifetime of the per-order state each reservation
+	// leaves. Default 1m, so a benchmark does not fill the cluster.
+	StateTTL time.Duration
+}
+
+// RedisEvalsha measures the reserve script by EVALSHA on one SKU, each call
+// a new order of one unit, from Workers callers each waiting for its
+// answer (no pipelining): the ceiling of one gateway round trip per order
+// to one hot master.
+func RedisEvalsha(ctx context.Context, rdb *redis.ClusterClient, opts RedisOptions) (Result, error) {
+	if opts.SKU == "" {
+		return Result{}, fmt.Errorf("redis ceiling: a SKU is required")
+	}
+	opts.Workers = orDefault(opts.Workers, 64)
+	opts.Duration = orDefault(opts.Duration, 3*time.Second)
+	opts.StateTTL = orDefault(opts.StateTTL, time.Minute)
+	if err := stock.LoadScripts(ctx, rdb); err != nil {
+		return Result{}, fmt.Errorf("redis ceiling: %w", err)
+	}
+	st := stock.New(rdb, stock.Options{StateTTL: opts.StateTTL})
+	if _, err := st.SetStock(ctx, opts.SKU, order.MaxStock, 0); err != nil {
+		return Result{}, fmt.Errorf("redis ceiling: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		rdb.Del(cctx, keys.Avail(opts.SKU), keys.Resv(opts.SKU), keys.Sold(opts.SKU), keys.Stock(opts.SKU))
+	}()
+	res, err := drive(ctx, "redis_evalsha", opts.Workers, opts.Duration, func(ctx context.Context, w int, i int64) (int, error) {
+		id := "c" + strconv.Itoa(w) + "-" + strconv.FormatInt(i, 10)
+		if _, err := st.Reserve(ctx, order.Order{ID: id, SKU: opts.SKU, Qty: 1, CustomerID: "ceiling"}); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	})
+	res.Setup = fmt.Sprintf("reserve.lua by EVALSHA, one SKU, %d callers, no pipelining", opts.Workers)
+	return res, err
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
