@@ -13,8 +13,10 @@ import (
 	"surge/pkg/gateway"
 	"surge/pkg/httpapi"
 	"surge/pkg/idem"
+	"surge/pkg/metrics"
 	"surge/pkg/ops"
 	"surge/pkg/queue"
+	"surge/pkg/ratelimit"
 	"surge/pkg/stock"
 )
 
@@ -32,6 +34,9 @@ type GatewayConfig struct {
 	// ConfirmTimeout bounds the wait for a publisher confirm:
 	// SURGE_CONFIRM_TIMEOUT, default 2s.
 	ConfirmTimeout time.Duration `envconfig:"CONFIRM_TIMEOUT" default:"2s"`
+	// RateLimit limits POST /v1/orders per customer and per client IP:
+	// SURGE_RATE_LIMIT_* (see ratelimit.Config for the defaults).
+	RateLimit ratelimit.Config `envconfig:"RATE_LIMIT"`
 }
 
 // Gateway is the running gateway.
@@ -60,7 +65,8 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	st := stock.New(eng.redis, stock.Options{StateTTL: cfg.IdempotencyTTL})
 	records := idem.New(eng.redis, cfg.IdempotencyTTL)
 	api := &httpapi.Server{
-		Orders:     &gateway.Service{Stock: st, Idem: records, Queue: pub, Catalog: catalog{eng.db}, Log: log},
+		Orders: &gateway.Service{Stock: metrics.Reserver{Next: st}, Idem: records,
+			Queue: metrics.Publisher{Next: pub}, Catalog: catalog{eng.db}, Log: log},
 		Status:     &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st},
 		Stock:      &ops.Stock{DB: eng.db, Redis: st},
 		AdminToken: cfg.AdminToken,
@@ -71,8 +77,9 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 			{Name: "mysql", Ping: eng.db.Ping},
 		},
 	}
+	api.CustomerLimit, api.IPLimit = orderLimits(eng.redis, cfg.RateLimit)
 	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st}
-	g.srv = httpapi.NewHTTPServer(cfg.HTTPAddr, api.Handler())
+	g.srv = httpapi.NewHTTPServer(cfg.HTTPAddr, instrumented(api))
 	return g, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"surge/pkg/config"
+	"surge/pkg/metrics"
 	"surge/pkg/queue"
 	"surge/pkg/stock"
 	"surge/pkg/worker"
@@ -21,6 +22,9 @@ type WorkerConfig struct {
 	// OrderTimeout bounds one order's processing, after which it is
 	// retried through the tiers: SURGE_WORKER_ORDER_TIMEOUT, default 10s.
 	OrderTimeout time.Duration `envconfig:"WORKER_ORDER_TIMEOUT" default:"10s"`
+	// MetricsAddr serves GET /metrics: SURGE_WORKER_METRICS_ADDR, default
+	// 127.0.0.1:9101; empty serves none.
+	MetricsAddr string `envconfig:"WORKER_METRICS_ADDR" default:"127.0.0.1:9101"`
 }
 
 // Worker is the running worker pool.
@@ -30,6 +34,7 @@ type Worker struct {
 	eng  *engines
 	cons *queue.Consumer
 	proc *worker.Processor
+	mets *metrics.Endpoint // nil without MetricsAddr
 }
 
 // NewWorker opens the engines, declares the topology and builds the
@@ -40,22 +45,32 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker
 		return nil, err
 	}
 	proc := &worker.Processor{
-		Ledger:  eng.db,
-		Stock:   stock.New(eng.redis, stock.Options{StateTTL: cfg.IdempotencyTTL}),
-		Log:     log,
-		Timeout: cfg.OrderTimeout,
+		Ledger:   eng.db,
+		Stock:    stock.New(eng.redis, stock.Options{StateTTL: cfg.IdempotencyTTL}),
+		Log:      log,
+		Timeout:  cfg.OrderTimeout,
+		Observer: metrics.WorkerObserver{},
 	}
 	cons := queue.NewConsumer(eng.mq, cfg.AMQP.Topology(), queue.ConsumerOptions{
 		Prefetch: cfg.Prefetch, Concurrency: cfg.Concurrency, Logger: log,
 	})
-	return &Worker{cfg: cfg, log: log, eng: eng, cons: cons, proc: proc}, nil
+	w := &Worker{cfg: cfg, log: log, eng: eng, cons: cons, proc: proc}
+	if cfg.MetricsAddr != "" {
+		if w.mets, err = metrics.Listen(cfg.MetricsAddr); err != nil {
+			eng.close()
+			return nil, err
+		}
+	}
+	return w, nil
 }
 
 // Run consumes until ctx ends, then shuts down: stop intake, finish
 // in-flight orders (each acked after its commit), then close the engines.
 func (w *Worker) Run(ctx context.Context) error {
 	w.log.Info("worker consuming", "queue", w.cfg.AMQP.Topology().Queue, "concurrency", w.cfg.Concurrency)
+	stopMetrics := serveMetrics(ctx, w.mets, w.log)
 	err := w.cons.Run(ctx, func(ctx context.Context, d *queue.Delivery) { w.proc.Handle(ctx, d) })
+	stopMetrics()
 	w.eng.close()
 	return err
 }

@@ -1,0 +1,64 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Endpoint serves GET /metrics on its own listener, for programs without an
+// HTTP server of their own: the worker, the reconciler, the exporter.
+type Endpoint struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+// Listen opens addr ("127.0.0.1:9101", ":0") so that a port already taken
+// fails at start-up rather than later.
+func Listen(addr string) (*Endpoint, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for metrics on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", Handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+	})
+	return &Endpoint{ln: ln, srv: &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 2 * time.Second,
+		ReadTimeout:       5 * time.Second,
+		WriteTimeout:      15 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    8 << 10,
+	}}, nil
+}
+
+// Addr is the address the endpoint listens on.
+func (e *Endpoint) Addr() string { return e.ln.Addr().String() }
+
+// Serve answers scrapes until ctx ends, then shuts the server down.
+func (e *Endpoint) Serve(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- e.srv.Serve(e.ln) }()
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = e.srv.Shutdown(sctx)
+		cancel()
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close releases the listener of an endpoint that never served.
+func (e *Endpoint) Close() error { return e.ln.Close() }
