@@ -58,7 +58,8 @@ type ReplayRequest struct {
 	Actor string `json:"actor"`
 }
 
-func (r ReplayRequest) validate() error {
+// Validate checks the selection, the ids and the actor.
+func (r ReplayRequest) Validate() error {
 	filter := r.Reason != "" || !r.Since.IsZero()
 	switch {
 	case len(r.IDs) == 0 && !filter && !r.All:
@@ -118,7 +119,7 @@ func (r *Report) add(it Item) {
 // and the error wraps order.ErrUnavailable.
 func (s *DeadLetters) Replay(ctx context.Context, req ReplayRequest) (Report, error) {
 	rep := Report{Action: "replay", DryRun: req.DryRun, Actor: req.Actor, Counts: map[string]int{}}
-	if err := req.validate(); err != nil {
+	if err := req.Validate(); err != nil {
 		return rep, err
 	}
 	plan, err := s.plan(ctx, req)

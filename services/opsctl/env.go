@@ -5,10 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 
 	"surge/pkg/cluster"
 	"surge/pkg/config"
 	"surge/pkg/order"
+	"surge/pkg/queue"
 	"surge/pkg/stock"
 	"surge/pkg/store"
 )
@@ -20,6 +25,7 @@ type env struct {
 	out   io.Writer
 	redis *cluster.Client
 	db    *store.Store
+	mq    *queue.Conn
 }
 
 func newEnv(out io.Writer) (*env, error) {
@@ -55,6 +61,29 @@ func (e *env) DB(ctx context.Context) (*store.Store, error) {
 	return e.db, nil
 }
 
+// AMQP returns the RabbitMQ connection, opened on first use. A broker
+// that does not answer within 5s fails with order.ErrUnavailable.
+func (e *env) AMQP(ctx context.Context) (*queue.Conn, error) {
+	if e.mq == nil {
+		mq, err := queue.Dial(ctx, e.cfg.AMQP.URL, queue.WithConnectionName("surge-opsctl"),
+			queue.WithDialTimeout(5*time.Second), queue.WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			return nil, fmt.Errorf("cannot reach RabbitMQ at %s (SURGE_AMQP_URL): %w", brokerAddr(e.cfg.AMQP.URL), err)
+		}
+		e.mq = mq
+	}
+	return e.mq, nil
+}
+
+// brokerAddr is the host:port of an AMQP URL, without the credentials.
+func brokerAddr(url string) string {
+	u, err := amqp.ParseURI(url)
+	if err != nil {
+		return "an unparsable URL"
+	}
+	return fmt.Sprintf("%s:%d", u.Host, u.Port)
+}
+
 // Stock returns the Redis stock scripts.
 func (e *env) Stock(ctx context.Context) (*stock.Stock, error) {
 	r, err := e.Redis(ctx)
@@ -65,6 +94,9 @@ func (e *env) Stock(ctx context.Context) (*stock.Stock, error) {
 }
 
 func (e *env) close() {
+	if e.mq != nil {
+		_ = e.mq.Close()
+	}
 	if e.redis != nil {
 		_ = e.redis.Close()
 	}

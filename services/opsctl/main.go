@@ -4,10 +4,12 @@
 //	opsctl migrate
 //	opsctl stock load SKU --stock N [--name S] [--price-cents N] [--json]
 //	opsctl stock show SKU [--json]
+//	opsctl dlq list|show|replay|discard ...   (opsctl dlq help)
 //
 // Other commands are listed by `opsctl help`. Exit codes: 0 success, 1 the
 // operation failed or found a failing check, 2 a usage mistake, 3 a
-// dependency (Redis, RabbitMQ, MySQL) is unreachable.
+// dependency (Redis, RabbitMQ, MySQL) is unreachable, 4 a named object (a
+// dead letter id) does not exist.
 package main
 
 import (
@@ -29,6 +31,7 @@ const (
 	exitFailed      = 1
 	exitUsage       = 2
 	exitUnavailable = 3
+	exitNotFound    = 4
 )
 
 // command is one opsctl subcommand. run gets the arguments after its name.
@@ -80,6 +83,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	case errors.Is(err, order.ErrUnavailable):
 		return exitUnavailable
+	case errors.Is(err, order.ErrNotFound):
+		return exitNotFound
 	}
 	return exitFailed
 }
@@ -94,5 +99,5 @@ func printUsage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nexit codes: 0 ok, 1 failed, 2 usage mistake, 3 a dependency is unreachable")
+	fmt.Fprintln(w, "\nexit codes: 0 ok, 1 failed, 2 usage mistake, 3 a dependency is unreachable, 4 not found")
 }

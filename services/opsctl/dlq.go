@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os/user"
+	"time"
+
+	"surge/pkg/config"
+	"surge/pkg/ops"
+)
+
+const dlqUsage = `opsctl dlq list [--json]
+       opsctl dlq show ID [--json]
+       opsctl dlq replay (ID... | --reason R | --since T | --all) [--dry-run] [--json]
+       opsctl dlq discard ID... [--json]
+--since takes an RFC 3339 time or a duration back from now (90m). Replays and
+discards are recorded with $SURGE_OPERATOR, or the OS user when it is unset.`
+
+func init() {
+	commands["dlq"] = command{"list, show, replay or discard dead letters (opsctl dlq help)", runDLQ}
+}
+
+func runDLQ(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 {
+		return usagef("dlq: want list, show, replay or discard\nusage: %s", dlqUsage)
+	}
+	action, args := args[0], args[1:]
+	if action == "help" || action == "-h" || action == "--help" {
+		fmt.Fprintln(e.out, "usage: "+dlqUsage)
+		return nil
+	}
+	switch action {
+	case "list", "show", "replay", "discard":
+	default:
+		return usagef("dlq: unknown action %q (want list, show, replay or discard)", action)
+	}
+	fs := flag.NewFlagSet("dlq "+action, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	asJSON := fs.Bool("json", false, "print JSON")
+	var req ops.ReplayRequest
+	var since string
+	if action == "replay" {
+		fs.StringVar(&req.Reason, "reason", "", "replay the letters parked with this reason")
+		fs.StringVar(&since, "since", "", "replay the letters that last failed since this time or duration")
+		fs.BoolVar(&req.All, "all", false, "replay every dead letter")
+		fs.BoolVar(&req.DryRun, "dry-run", false, "show what would be replayed, change nothing")
+	}
+	ids, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	switch action {
+	case "list", "show":
+		return dlqRead(ctx, e, action, ids, *asJSON)
+	case "replay":
+		if since != "" {
+			if req.Since, err = ops.ParseSince(since, time.Now()); err != nil {
+				return err
+			}
+		}
+		req.IDs = ids
+		return dlqReplay(ctx, e, req, *asJSON)
+	}
+	if len(ids) == 0 {
+		return usagef("dlq discard: name the dead letters to discard (dlq list shows their ids)")
+	}
+	return dlqDiscard(ctx, e, ids, *asJSON)
+}
+
+func dlqRead(ctx context.Context, e *env, action string, ids []string, asJSON bool) error {
+	switch {
+	case action == "list" && len(ids) > 0:
+		return usagef("dlq list takes no arguments")
+	case action == "show" && len(ids) != 1:
+		return usagef("dlq show: give exactly one dead letter id")
+	}
+	svc, err := deadLetters(ctx, e)
+	if err != nil {
+		return err
+	}
+	if action == "show" {
+		d, err := svc.Show(ctx, ids[0])
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return e.printJSON(d)
+		}
+		printLetter(e.out, d)
+		return nil
+	}
+	letters, err := svc.List(ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return e.printJSON(letters)
+	}
+	printLetters(e.out, letters)
+	return nil
+}
+
+func dlqReplay(ctx context.Context, e *env, req ops.ReplayRequest, asJSON bool) error {
+	var err error
+	if req.Actor, err = operator(); err != nil {
+		return err
+	}
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	svc, err := deadLetters(ctx, e)
+	if err != nil {
+		return err
+	}
+	rep, err := svc.Replay(ctx, req)
+	return printReport(e, rep, err, asJSON)
+}
+
+func dlqDiscard(ctx context.Context, e *env, ids []string, asJSON bool) error {
+	actor, err := operator()
+	if err != nil {
+		return err
+	}
+	svc, err := deadLetters(ctx, e)
+	if err != nil {
+		return err
+	}
+	rep, err := svc.Discard(ctx, ids, actor)
+	return printReport(e, rep, err, asJSON)
+}
+
+// printReport prints a report that has results even when err is set (a
+// broker lost midway): the operator sees what was done before the error.
+func printReport(e *env, rep ops.Report, err error, asJSON bool) error {
+	if len(rep.Items) == 0 && err != nil {
+		return err
+	}
+	if asJSON {
+		if perr := e.printJSON(rep); perr != nil {
+			return errors.Join(err, perr)
+		}
+		return err
+	}
+	printItems(e.out, rep)
+	return err
+}
+
+// deadLetters opens RabbitMQ and MySQL; RabbitMQ first, so a broker that
+// is down is named as the cause.
+func deadLetters(ctx context.Context, e *env) (*ops.DeadLetters, error) {
+	mq, err := e.AMQP(ctx)
+	if err != nil {
+		return nil, err
+	}
+	db, err := e.DB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &ops.DeadLetters{Queue: ops.QueueDead{Conn: mq, Topology: e.cfg.AMQP.Topology()}, DB: db}, nil
+}
+
+// operatorConfig names who runs opsctl, for the audit log.
+type operatorConfig struct {
+	// Operator is SURGE_OPERATOR; empty means the OS user.
+	Operator string `envconfig:"OPERATOR"`
+}
+
+func operator() (string, error) {
+	var c operatorConfig
+	if err := config.Load(&c); err != nil {
+		return "", err
+	}
+	if c.Operator != "" {
+		return c.Operator, nil
+	}
+	u, err := user.Current()
+	if err != nil || u.Username == "" {
+		return "", usagef("cannot tell who you are for the audit log: set SURGE_OPERATOR")
+	}
+	return u.Username, nil
+}
+
+// parseInterleaved parses flags placed before, between or after the
+// positional arguments, and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usagef("%s: %v\nusage: %s", fs.Name(), err, dlqUsage)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+}
