@@ -80,6 +80,7 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	api.CustomerLimit, api.IPLimit = orderLimits(eng.redis, cfg.RateLimit)
 	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st}
 	g.srv = httpapi.NewHTTPServer(cfg.HTTPAddr, instrumented(api))
+	httpapi.MountDeadLetters(api, &ops.DeadLetters{Queue: ops.QueueDead{Conn: eng.mq, Topology: topo}, DB: eng.db})
 	return g, nil
 }
 
