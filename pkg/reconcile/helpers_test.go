@@ -1,0 +1,179 @@
+package reconcile_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"surge/internal/testenv"
+	"surge/pkg/order"
+	"surge/pkg/reconcile"
+	"surge/pkg/stock"
+	"surge/pkg/store"
+)
+
+// env is one test's engines: the shared cluster and a fresh database.
+type env struct {
+	t   *testing.T
+	rdb *redis.ClusterClient
+	st  *stock.Stock
+	db  *store.Store
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	rdb := testenv.Redis(t)
+	if err := stock.LoadScripts(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(ctx, testenv.MySQLDSN(t), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, rdb: rdb, st: stock.New(rdb, stock.Options{}), db: db}
+}
+
+// product creates a SKU with total units in MySQL and Redis.
+func (e *env) product(total int) string {
+	e.t.Helper()
+	sku := testenv.Unique("rec-")
+	testenv.CleanupSKU(e.t, e.rdb, sku)
+	name, price := "Flash item", int64(1000)
+	if _, err := e.db.SetStock(context.Background(), sku, total, &name, &price); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.st.SetStock(context.Background(), sku, total, 0); err != nil {
+		e.t.Fatal(err)
+	}
+	return sku
+}
+
+func (e *env) reconciler(opts reconcile.Options) *reconcile.Reconciler {
+	if opts.Grace == 0 {
+		opts.Grace = time.Minute
+	}
+	opts.Log = quiet()
+	return reconcile.New(e.rdb, reconcile.StoreLedger{Store: e.db}, opts)
+}
+
+func ord(sku string, n, qty int) order.Order {
+	return order.Order{ID: order.IDFor("c-"+sku, fmt.Sprint(n)), SKU: sku, Qty: qty, CustomerID: "c-" + sku}
+}
+
+// reserveAt reserves o as a gateway whose clock says at.
+func (e *env) reserveAt(o order.Order, at time.Time) {
+	e.t.Helper()
+	st := stock.New(e.rdb, stock.Options{Now: func() time.Time { return at }})
+	if _, err := st.Reserve(context.Background(), o); err != nil {
+		e.t.Fatalf("reserve %s: %v", o.ID, err)
+	}
+}
+
+// process runs MySQL's side of a worker, leaving Redis alone (as when the
+// Redis step was lost).
+func (e *env) process(o order.Order) store.Result {
+	e.t.Helper()
+	res, err := e.db.Process(context.Background(), o, 0)
+	if err != nil {
+		e.t.Fatalf("process %s: %v", o.ID, err)
+	}
+	return res
+}
+
+// work runs a whole worker step: MySQL, then the matching Redis script.
+func (e *env) work(o order.Order) store.Result {
+	e.t.Helper()
+	res := e.process(o)
+	var err error
+	if res.Status == order.StatusInvoiced {
+		_, err = e.st.Commit(context.Background(), o.SKU, o.ID, o.Qty)
+	} else {
+		_, err = e.st.Release(context.Background(), o.SKU, o.ID, stock.Reject)
+	}
+	if err != nil {
+		e.t.Fatalf("settle %s: %v", o.ID, err)
+	}
+	return res
+}
+
+func (e *env) set(key string, v any) {
+	e.t.Helper()
+	if err := e.rdb.Set(context.Background(), key, v, 0).Err(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// state is a SKU's whole Redis state as the tests compare it.
+type state struct {
+	Loaded                       bool
+	Stock, Avail, Sold, Reserved int
+	Reservations                 []string
+	States                       map[string]string
+}
+
+// state reads sku's keys and the states of the given orders.
+func (e *env) state(sku string, orders ...order.Order) state {
+	e.t.Helper()
+	ctx := context.Background()
+	v, err := e.st.View(ctx, sku)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	s := state{Loaded: v.Loaded, Stock: v.Stock, Avail: v.Avail, Sold: v.Sold, Reserved: v.Reserved,
+		States: map[string]string{}}
+	for id := range v.Reservations {
+		s.Reservations = append(s.Reservations, id)
+	}
+	sort.Strings(s.Reservations)
+	for _, o := range orders {
+		st, err := e.st.State(ctx, sku, o.ID)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		s.States[o.ID] = st
+	}
+	return s
+}
+
+// mysqlSold reads products.sold.
+func (e *env) mysqlSold(sku string) int {
+	e.t.Helper()
+	p, err := e.db.Product(context.Background(), sku)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p.Sold
+}
+
+// repairs counts sku's rows in reconcile_repairs, by dry_run.
+func (e *env) repairs(sku string, dryRun bool) int {
+	e.t.Helper()
+	var n int
+	err := e.db.DB().Get(&n, "SELECT COUNT(*) FROM reconcile_repairs WHERE sku = ? AND dry_run = ?", sku, dryRun)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+func ids(os ...order.Order) []string {
+	out := make([]string, len(os))
+	for i, o := range os {
+		out[i] = o.ID
+	}
+	sort.Strings(out)
+	return out
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
