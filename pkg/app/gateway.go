@@ -34,6 +34,9 @@ type GatewayConfig struct {
 	// ConfirmTimeout bounds the wait for a publisher confirm:
 	// SURGE_CONFIRM_TIMEOUT, default 2s.
 	ConfirmTimeout time.Duration `envconfig:"CONFIRM_TIMEOUT" default:"2s"`
+	// ProductTTL is how long a cached product view stays fresh:
+	// SURGE_PRODUCT_CACHE_TTL, default 30s.
+	ProductTTL time.Duration `envconfig:"PRODUCT_CACHE_TTL" default:"30s"`
 	// RateLimit limits POST /v1/orders per customer and per client IP:
 	// SURGE_RATE_LIMIT_* (see ratelimit.Config for the defaults).
 	RateLimit ratelimit.Config `envconfig:"RATE_LIMIT"`
@@ -47,6 +50,8 @@ type Gateway struct {
 	pub   *queue.Publisher
 	srv   *http.Server
 	Stock *stock.Stock
+
+	products *products
 }
 
 // NewGateway opens the engines, declares the topology and builds the
@@ -64,11 +69,12 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	}
 	st := stock.New(eng.redis, stock.Options{StateTTL: cfg.IdempotencyTTL})
 	records := idem.New(eng.redis, cfg.IdempotencyTTL)
+	prods := newProducts(eng.redis, eng.db, cfg.ProductTTL, log)
 	api := &httpapi.Server{
 		Orders: &gateway.Service{Stock: metrics.Reserver{Next: st}, Idem: records,
 			Queue: metrics.Publisher{Next: pub}, Catalog: catalog{eng.db}, Log: log},
 		Status:     &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st},
-		Stock:      &ops.Stock{DB: eng.db, Redis: st},
+		Stock:      stockAdmin{&ops.Stock{DB: eng.db, Redis: st}, prods},
 		AdminToken: cfg.AdminToken,
 		Log:        log,
 		Ready: []httpapi.Check{
@@ -81,6 +87,8 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st}
 	g.srv = httpapi.NewHTTPServer(cfg.HTTPAddr, instrumented(api))
 	httpapi.MountDeadLetters(api, &ops.DeadLetters{Queue: ops.QueueDead{Conn: eng.mq, Topology: topo}, DB: eng.db})
+	api.Handle("GET /v1/products/{sku}", api.Products(prods))
+	g.products = prods
 	return g, nil
 }
 
@@ -115,5 +123,6 @@ func (g *Gateway) Run(ctx context.Context, ln net.Listener) error {
 
 func (g *Gateway) close() {
 	_ = g.pub.Close()
+	g.products.Close()
 	g.eng.close()
 }

@@ -22,6 +22,9 @@ type WorkerConfig struct {
 	// OrderTimeout bounds one order's processing, after which it is
 	// retried through the tiers: SURGE_WORKER_ORDER_TIMEOUT, default 10s.
 	OrderTimeout time.Duration `envconfig:"WORKER_ORDER_TIMEOUT" default:"10s"`
+	// LockTTL is the lease of an order's lock, renewed while the order is
+	// processed: SURGE_WORKER_LOCK_TTL, default 10s.
+	LockTTL time.Duration `envconfig:"WORKER_LOCK_TTL" default:"10s"`
 	// MetricsAddr serves GET /metrics: SURGE_WORKER_METRICS_ADDR, default
 	// 127.0.0.1:9101; empty serves none.
 	MetricsAddr string `envconfig:"WORKER_METRICS_ADDR" default:"127.0.0.1:9101"`
@@ -51,6 +54,8 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker
 		Timeout:  cfg.OrderTimeout,
 		Observer: metrics.WorkerObserver{},
 	}
+	proc.Lock = newOrderLocker(eng.redis, cfg.LockTTL)
+	proc.Cache = newProducts(eng.redis, eng.db, 0, log)
 	cons := queue.NewConsumer(eng.mq, cfg.AMQP.Topology(), queue.ConsumerOptions{
 		Prefetch: cfg.Prefetch, Concurrency: cfg.Concurrency, Logger: log,
 	})

@@ -1,0 +1,155 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"surge/pkg/cache"
+	"surge/pkg/httpapi"
+	"surge/pkg/keys"
+	"surge/pkg/ops"
+	"surge/pkg/order"
+	"surge/pkg/store"
+	"surge/pkg/worker"
+)
+
+// productSource is the MySQL side of product views. *store.Store
+// implements it.
+type productSource interface {
+	Product(ctx context.Context, sku string) (store.Product, error)
+}
+
+// availReader reads a SKU's sellable units from Redis.
+// *redis.ClusterClient implements it.
+type availReader interface {
+	Get(ctx context.Context, key string) *redis.StringCmd
+}
+
+// products serves GET /v1/products/{sku} from the product cache, and
+// keeps the cached views current after sales (worker) and stock loads
+// (admin API). Name and price come from MySQL through the cache's loader;
+// available is Redis's avail, clamped at 0, when the SKU is loaded there
+// and MySQL's stock - sold otherwise.
+type products struct {
+	cache *cache.Cache
+	db    productSource
+	avail availReader
+	log   *slog.Logger
+}
+
+// newProducts builds the product views on rdb and db; ttl is how long a
+// view stays fresh (0: the cache's default, 30s).
+func newProducts(rdb interface {
+	cache.Client
+	availReader
+}, db productSource, ttl time.Duration, log *slog.Logger) *products {
+	p := &products{db: db, avail: rdb, log: log}
+	p.cache = cache.New(rdb, p.load, cache.Options{Namespace: keys.ProductNamespace, TTL: ttl, Log: log})
+	return p
+}
+
+// load builds a product's view from MySQL and Redis: the cache's loader.
+func (p *products) load(ctx context.Context, sku string) ([]byte, error) {
+	row, err := p.db.Product(ctx, sku)
+	if errors.Is(err, order.ErrUnknownSKU) {
+		return nil, fmt.Errorf("%w: %w", cache.ErrNotFound, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	v := httpapi.ProductView{SKU: row.SKU, Name: row.Name, PriceCents: row.PriceCents, Available: row.Stock - row.Sold}
+	if n, ok, err := p.available(ctx, sku); err != nil {
+		return nil, err
+	} else if ok {
+		v.Available = n
+	}
+	return json.Marshal(v)
+}
+
+// available reads sku's avail from Redis; ok is false when not loaded.
+func (p *products) available(ctx context.Context, sku string) (n int, ok bool, err error) {
+	s, err := p.avail.Get(ctx, keys.Avail(sku)).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, false, nil
+	}
+	if err == nil {
+		n, err = strconv.Atoi(s)
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read avail sku=%s: %w", sku, err)
+	}
+	return max(n, 0), true, nil
+}
+
+// Product answers a product view.
+func (p *products) Product(ctx context.Context, sku string) (httpapi.ProductView, error) {
+	raw, err := p.cache.Get(ctx, sku)
+	switch {
+	case errors.Is(err, cache.ErrNotFound):
+		return httpapi.ProductView{}, fmt.Errorf("product %s: %w", sku, order.ErrUnknownSKU)
+	case errors.Is(err, cache.ErrBusy):
+		return httpapi.ProductView{}, fmt.Errorf("product %s: %w: %w", sku, order.ErrUnavailable, err)
+	case err != nil:
+		return httpapi.ProductView{}, fmt.Errorf("product %s: %w", sku, err)
+	}
+	var v httpapi.ProductView
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return httpapi.ProductView{}, fmt.Errorf("decode cached product %s: %w", sku, err)
+	}
+	return v, nil
+}
+
+// Refresh sets the cached view's available to Redis's avail after a sale,
+// without asking MySQL; an uncached view is left to the next reader.
+// Failures are logged: the view's TTL bounds how stale it gets.
+func (p *products) Refresh(ctx context.Context, sku string) {
+	_, err := p.cache.Update(ctx, sku, func(old []byte) ([]byte, error) {
+		var v httpapi.ProductView
+		if err := json.Unmarshal(old, &v); err != nil {
+			return nil, fmt.Errorf("decode cached product: %w", err)
+		}
+		n, ok, err := p.available(ctx, sku)
+		if err != nil || !ok {
+			return old, err
+		}
+		v.Available = n
+		return json.Marshal(v)
+	})
+	if err != nil {
+		p.log.Warn("product view not refreshed", "sku", sku, "err", err)
+	}
+}
+
+// Close waits for background rebuilds.
+func (p *products) Close() { p.cache.Close() }
+
+// stockAdmin drops the cached view of a SKU whose stock, name or price an
+// operator just set.
+type stockAdmin struct {
+	httpapi.StockAdmin
+	products *products
+}
+
+// Load sets the stock, then invalidates the SKU's cached view.
+func (s stockAdmin) Load(ctx context.Context, sku string, req ops.LoadRequest) (ops.StockReport, error) {
+	rep, err := s.StockAdmin.Load(ctx, sku, req)
+	if err == nil {
+		if ierr := s.products.cache.Invalidate(ctx, sku); ierr != nil {
+			s.products.log.Warn("product view not invalidated after a stock load", "sku", sku, "err", ierr)
+		}
+	}
+	return rep, err
+}
+
+var (
+	_ httpapi.ProductReader = (*products)(nil)
+	_ worker.Refresher      = (*products)(nil)
+	_ httpapi.StockAdmin    = stockAdmin{}
+)

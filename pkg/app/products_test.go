@@ -1,0 +1,161 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"surge/internal/testenv"
+	"surge/pkg/httpapi"
+	"surge/pkg/keys"
+	"surge/pkg/order"
+	"surge/pkg/stock"
+	"surge/pkg/store"
+)
+
+// countingSource counts the product queries that reach MySQL.
+type countingSource struct {
+	productSource
+	queries atomic.Int32
+}
+
+func (c *countingSource) Product(ctx context.Context, sku string) (store.Product, error) {
+	c.queries.Add(1)
+	return c.productSource.Product(ctx, sku)
+}
+
+// productServer serves GET /v1/products/{sku} from its own products cache
+// on its own Redis client: one gateway process.
+func productServer(t *testing.T, db productSource) *httptest.Server {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p := newProducts(testenv.Redis(t), db, 0, log)
+	t.Cleanup(p.Close)
+	api := &httpapi.Server{Log: log}
+	h := api.Handler()
+	api.Handle("GET /v1/products/{sku}", api.Products(p))
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// productFixture creates a product in a fresh database (10 in stock) and
+// loads it into Redis with 3 units reserved, so Redis says 7 available
+// where MySQL says 10.
+func productFixture(t *testing.T, rdb *redis.ClusterClient) (*store.Store, string) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, testenv.MySQLDSN(t), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sku := testenv.Unique("prod-")
+	testenv.CleanupSKU(t, rdb, sku)
+	t.Cleanup(func() { rdb.Del(context.Background(), keys.Product(sku), keys.ProductLease(sku)) })
+	name, price := "Flash kettle", int64(2499)
+	if _, err := db.SetStock(ctx, sku, 10, &name, &price); err != nil {
+		t.Fatal(err)
+	}
+	st := stock.New(rdb, stock.Options{})
+	if _, err := st.SetStock(ctx, sku, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Reserve(ctx, order.Order{ID: testenv.Unique("o-"), SKU: sku, Qty: 3, CustomerID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	return db, sku
+}
+
+// A cold product read by 2,000 concurrent requests spread over four
+// gateway processes costs MySQL one query, and every request gets the
+// view, with available from Redis.
+func TestColdProductCostsOneQuery(t *testing.T) {
+	rdb := testenv.Redis(t)
+	db, sku := productFixture(t, rdb)
+	src := &countingSource{productSource: db}
+	servers := make([]*httptest.Server, 4)
+	for i := range servers {
+		servers[i] = productServer(t, src)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}}
+	want := httpapi.ProductView{SKU: sku, Name: "Flash kettle", PriceCents: 2499, Available: 7}
+
+	const requests = 2000
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make(chan string, requests)
+	for i := range requests {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			resp, err := client.Get(servers[i%len(servers)].URL + "/v1/products/" + sku)
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			var got httpapi.ProductView
+			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != 200 || got != want {
+				errs <- resp.Status
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatalf("request failed: %s", e)
+	}
+	if n := src.queries.Load(); n != 1 {
+		t.Fatalf("%d MySQL product queries for %d cold requests, want 1", n, requests)
+	}
+}
+
+// Unknown SKUs answer 404 unknown_sku (and are cached as misses); invalid
+// ones 400 without a lookup.
+func TestProductErrors(t *testing.T) {
+	rdb := testenv.Redis(t)
+	db, _ := productFixture(t, rdb)
+	src := &countingSource{productSource: db}
+	srv := productServer(t, src)
+	unknown := testenv.Unique("nope-")
+	t.Cleanup(func() { rdb.Del(context.Background(), keys.Product(unknown)) })
+	for _, tt := range []struct {
+		sku    string
+		status int
+		code   string
+	}{
+		{unknown, 404, "unknown_sku"},
+		{unknown, 404, "unknown_sku"},
+		{"bad%20sku", 400, "invalid_request"},
+	} {
+		resp, err := http.Get(srv.URL + "/v1/products/" + tt.sku)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Error struct{ Code string } `json:"error"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || body.Error.Code != tt.code {
+			t.Errorf("GET %s: %d %q, want %d %q", tt.sku, resp.StatusCode, body.Error.Code, tt.status, tt.code)
+		}
+	}
+	if n := src.queries.Load(); n != 1 {
+		t.Errorf("%d MySQL queries, want 1 (the miss is cached, the invalid SKU never looked up)", n)
+	}
+}
