@@ -98,12 +98,12 @@ func (r *Reconciler) Run(ctx context.Context, dryRun bool, skus ...string) Repor
 	if len(skus) == 0 {
 		var err error
 		if skus, err = r.ledger.SKUs(ctx); err != nil {
-			rep.fail("list skus", err)
+			rep.Fail("list skus", err)
 		}
 	}
 	for _, sku := range skus {
 		if err := ctx.Err(); err != nil {
-			rep.fail("run", fmt.Errorf("stopped before sku=%s: %w", sku, err))
+			rep.Fail("run", fmt.Errorf("stopped before sku=%s: %w", sku, err))
 			break
 		}
 		rep.add(r.SKU(ctx, sku, dryRun))

@@ -107,8 +107,9 @@ func (r *Report) add(s SKUReport) {
 	r.ExitCode = r.exit()
 }
 
-// fail records a failure that is not any one SKU's (listing the SKUs).
-func (r *Report) fail(what string, err error) {
+// Fail records a failure that belongs to no single SKU (listing the SKUs,
+// connecting to the engines) and marks the report failed.
+func (r *Report) Fail(what string, err error) {
 	if r.Errors == nil {
 		r.Errors = map[string]string{}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -130,7 +131,17 @@ type asynqLog struct{ l *slog.Logger }
 func (a asynqLog) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...), "component", "asynq") }
 func (a asynqLog) Info(args ...any)  { a.l.Info(fmt.Sprint(args...), "component", "asynq") }
 func (a asynqLog) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...), "component", "asynq") }
-func (a asynqLog) Error(args ...any) { a.l.Error(fmt.Sprint(args...), "component", "asynq") }
+
+// Error logs at error level, except asynq's complaint at shutdown that it
+// may not close a client it was given: that client is ours to close.
+func (a asynqLog) Error(args ...any) {
+	msg := fmt.Sprint(args...)
+	if strings.Contains(msg, "connection is shared") {
+		a.l.Debug(msg, "component", "asynq")
+		return
+	}
+	a.l.Error(msg, "component", "asynq")
+}
 
 // Fatal logs and exits, as asynq's Logger contract requires.
 func (a asynqLog) Fatal(args ...any) {

@@ -1,0 +1,142 @@
+// Command reconciler keeps Redis honest after failovers. For each SKU it
+// compares Redis with MySQL (the truth) and repairs Redis: reservations
+// whose order MySQL invoiced are committed, those MySQL rejected or never
+// received within the grace period are released, stock and sold are set
+// to MySQL's and avail is recomputed. Every repair is recorded in MySQL's
+// reconcile_repairs.
+//
+//	reconciler          serve: reconcile every SKU every SURGE_RECONCILE_EVERY
+//	reconciler serve    the same (an asynq scheduler and server on the cluster)
+//	reconciler once [--sku S]... [--dry-run] [--json]
+//	                    one run for cron jobs, with a report on stdout
+//
+// Exit codes of `once`: 0 every SKU was consistent; 1 repairs were applied
+// (with --dry-run: are needed); 2 a SKU or the run failed (an engine
+// failed, an unknown SKU, bad usage); 3 a SKU was busy (another run held
+// it, or live traffic moved it during every round): run again later.
+//
+// Settings (SURGE_ variables, besides the engines'): RECONCILE_EVERY
+// (30s), RECONCILE_GRACE (5m), RECONCILE_LOOKBACK (15m), RECONCILE_QUEUE
+// (reconcile). SIGINT or SIGTERM stops the schedule, lets the SKU under
+// repair finish, then closes clients.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"surge/pkg/app"
+	"surge/pkg/cluster"
+	"surge/pkg/config"
+	"surge/pkg/reconcile"
+	"surge/pkg/stock"
+	"surge/pkg/store"
+)
+
+// Config is the reconciler's configuration.
+type Config struct {
+	config.Common
+	// Every is the interval between two scheduled sweeps:
+	// SURGE_RECONCILE_EVERY, default 30s.
+	Every time.Duration `envconfig:"RECONCILE_EVERY" default:"30s"`
+	// Grace is how long a reservation may wait for its MySQL order before
+	// it is released: SURGE_RECONCILE_GRACE, default 5m.
+	Grace time.Duration `envconfig:"RECONCILE_GRACE" default:"5m"`
+	// Lookback is how far back invoiced orders are checked for a commit
+	// Redis lost: SURGE_RECONCILE_LOOKBACK, default 15m.
+	Lookback time.Duration `envconfig:"RECONCILE_LOOKBACK" default:"15m"`
+	// Queue is the asynq queue of the sweeps: SURGE_RECONCILE_QUEUE,
+	// default reconcile.
+	Queue string `envconfig:"RECONCILE_QUEUE" default:"reconcile"`
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command and returns the process's exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var cfg Config
+	if err := config.Load(&cfg); err != nil {
+		fmt.Fprintln(stderr, "reconciler:", err)
+		return reconcile.ExitFailed
+	}
+	log := app.NewLogger(cfg.LogLevel, "reconciler")
+	switch {
+	case len(args) == 0 || args[0] == "serve":
+		if err := serve(ctx, cfg, log); err != nil {
+			fmt.Fprintln(stderr, "reconciler:", err)
+			return 1
+		}
+		return 0
+	case args[0] == "once":
+		return once(ctx, cfg, log, args[1:], stdout, stderr)
+	case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "reconciler: unknown command %q\n%s", args[0], usage)
+	return reconcile.ExitFailed
+}
+
+const usage = `usage:
+  reconciler [serve]                                 reconcile every SKU on a schedule
+  reconciler once [--sku S]... [--dry-run] [--json]  one run, for cron jobs
+exit codes of once:
+  0  every SKU was consistent
+  1  repairs were applied (with --dry-run: are needed)
+  2  a SKU or the run failed: an engine failed, an unknown SKU, bad usage
+  3  a SKU was busy (another run held it, or live traffic moved it): run again
+`
+
+// deps are the engines a reconciler holds; close shuts them.
+type deps struct {
+	redis *cluster.Client
+	db    *store.Store
+	rec   *reconcile.Reconciler
+}
+
+func open(ctx context.Context, cfg Config, log *slog.Logger) (*deps, error) {
+	rdb := cluster.New(cfg.Redis.Options())
+	if err := stock.LoadScripts(ctx, rdb.ClusterClient); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redis cluster: %w", err)
+	}
+	db, err := store.Open(ctx, cfg.MySQL.DSN, store.Options{MaxOpenConns: 4, MaxIdleConns: 4})
+	if err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("mysql: %w", err)
+	}
+	rec := reconcile.New(rdb.ClusterClient, reconcile.StoreLedger{Store: db}, reconcile.Options{
+		Grace: cfg.Grace, Lookback: cfg.Lookback, StateTTL: cfg.IdempotencyTTL, Log: log,
+	})
+	return &deps{redis: rdb, db: db, rec: rec}, nil
+}
+
+func (d *deps) close() {
+	_ = d.db.Close()
+	_ = d.redis.Close()
+}
+
+// serve runs the schedule until ctx ends, then stops the scheduler, lets
+// the sweep in progress stop between two SKUs, and closes the engines.
+func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+	d, err := open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	svc := reconcile.NewService(d.redis.ClusterClient, d.rec, reconcile.ServiceOptions{
+		Every: cfg.Every, Queue: cfg.Queue, Log: log,
+	})
+	return svc.Run(ctx)
+}

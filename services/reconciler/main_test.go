@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"surge/internal/testenv"
+	"surge/pkg/order"
+	"surge/pkg/reconcile"
+	"surge/pkg/stock"
+	"surge/pkg/store"
+)
+
+// TestOnce runs the cron command against the real engines: a SKU whose
+// commit Redis lost is reported by a dry run, repaired by a run, and
+// consistent afterwards, each with its exit code.
+func TestOnce(t *testing.T) {
+	ctx := context.Background()
+	_, st, sku := lostCommit(t)
+
+	steps := []struct {
+		args    []string
+		code    int
+		outcome reconcile.Outcome
+		sold    int
+	}{
+		{[]string{"once", "--sku", sku, "--dry-run", "--json"}, reconcile.ExitRepaired, reconcile.Repaired, 0},
+		{[]string{"once", "--sku", sku, "--json"}, reconcile.ExitRepaired, reconcile.Repaired, 2},
+		{[]string{"once", "--sku", sku, "--json"}, reconcile.ExitConsistent, reconcile.Consistent, 2},
+		{[]string{"once", "--sku", "no-such-sku", "--json"}, reconcile.ExitFailed, reconcile.Failed, 2},
+	}
+	for _, s := range steps {
+		var out, errOut bytes.Buffer
+		code := run(ctx, s.args, &out, &errOut)
+		if code != s.code {
+			t.Fatalf("%v: exit %d, want %d\nstdout: %s\nstderr: %s", s.args, code, s.code, &out, &errOut)
+		}
+		var rep reconcile.Report
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("%v: report is not JSON: %v\n%s", s.args, err, &out)
+		}
+		if len(rep.SKUs) != 1 || rep.SKUs[0].Outcome != s.outcome || rep.ExitCode != s.code {
+			t.Errorf("%v: report %+v, want one SKU %s", s.args, rep, s.outcome)
+		}
+		if v, _ := st.View(ctx, sku); v.Sold != s.sold {
+			t.Errorf("%v: redis sold %d, want %d", s.args, v.Sold, s.sold)
+		}
+	}
+
+	var out bytes.Buffer
+	if code := run(ctx, []string{"once", "--sku", sku}, &out, &bytes.Buffer{}); code != reconcile.ExitConsistent ||
+		!strings.Contains(out.String(), sku) || !strings.Contains(out.String(), "exit 0") {
+		t.Errorf("text report, exit %d:\n%s", code, &out)
+	}
+	if code := run(ctx, []string{"once", "--nope"}, &out, &bytes.Buffer{}); code != reconcile.ExitFailed {
+		t.Errorf("bad flag: exit %d, want %d", code, reconcile.ExitFailed)
+	}
+}
+
+// lostCommit points the configuration at the real engines and a fresh
+// database, and creates a SKU of 5 units with an order of 2 that MySQL
+// invoiced and Redis never heard of.
+func lostCommit(t *testing.T) (*store.Store, *stock.Stock, string) {
+	t.Helper()
+	ctx := context.Background()
+	rdb := testenv.Redis(t)
+	dsn := testenv.MySQLDSN(t)
+	db, err := store.Open(ctx, dsn, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SURGE_MYSQL_DSN", dsn)
+	t.Setenv("SURGE_REDIS_ADDRS", strings.Join(testenv.RedisAddrs(), ","))
+	t.Setenv("SURGE_REDIS_PASSWORD", testenv.RedisPassword())
+	t.Setenv("SURGE_LOG_LEVEL", "error")
+
+	sku := testenv.Unique("rec-cmd-")
+	testenv.CleanupSKU(t, rdb, sku)
+	if _, err := db.SetStock(ctx, sku, 5, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := stock.New(rdb, stock.Options{})
+	if _, err := st.SetStock(ctx, sku, 5, 0); err != nil {
+		t.Fatal(err)
+	}
+	o := order.Order{ID: order.IDFor("c", sku), SKU: sku, Qty: 2, CustomerID: "c"}
+	if _, err := db.Process(ctx, o, 0); err != nil { // Redis never hears of it
+		t.Fatal(err)
+	}
+
+	return db, st, sku
+}
+
+// TestServeByDefault runs the command without arguments: it serves the
+// schedule until its context ends, and a sweep repairs the SKU.
+func TestServeByDefault(t *testing.T) {
+	_, st, sku := lostCommit(t)
+	queue := testenv.Unique("t.reconcile.")
+	t.Setenv("SURGE_RECONCILE_EVERY", "1s")
+	t.Setenv("SURGE_RECONCILE_QUEUE", queue)
+	t.Cleanup(func() { _ = asynq.NewInspectorFromRedisClient(testenv.Redis(t)).DeleteQueue(queue, true) })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, nil, &bytes.Buffer{}, &bytes.Buffer{}) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := st.View(context.Background(), sku)
+		if err == nil && v.Sold == 2 && v.Consistent() {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("no sweep repaired %s: %+v %v", sku, v, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("serve exit %d, want 0", code)
+	}
+}
