@@ -8,6 +8,7 @@
 #   make test-chaos  only the tests behind the `chaos` build tag
 #   make bench       benchmarks
 #   make smoke       the README's curl example against the pipeline `make up` started
+#   make users       per-service users on Redis, RabbitMQ and MariaDB (deploy/users.sh)
 #   make build | fmt | vet | status | clean
 
 SHELL := /bin/bash
@@ -29,7 +30,7 @@ CHAOS_PKGS = $(shell grep -rlE --include='*.go' --exclude-dir=var --exclude-dir=
 FOREMAN_PID := $(VAR)/foreman.pid
 FOREMAN_LOG := $(VAR)/log/foreman.log
 
-.PHONY: build up down deps engines migrate procs-start procs-stop test test-chaos chaos bench smoke \
+.PHONY: build up down deps engines migrate users procs-start procs-stop test test-chaos chaos bench smoke \
 	fmt vet status clean
 
 # build compiles every services/<name> main package into bin/<name>.
@@ -45,7 +46,7 @@ build:
 up:
 	deploy/install-deps.sh
 	deploy/engines.sh start
-	@$(MAKE) --no-print-directory build migrate procs-start
+	@$(MAKE) --no-print-directory build migrate users procs-start
 	deploy/wait-ready.sh $(READY_URL) $(READY_TIMEOUT) $(FOREMAN_LOG) $(FOREMAN_PID)
 
 down: procs-stop
@@ -62,6 +63,11 @@ migrate:
 	elif [ -x bin/gateway ]; then echo "bin/gateway migrate"; bin/gateway migrate; \
 	else echo "migrate: neither bin/opsctl nor bin/gateway is built (make build)" >&2; exit 1; fi
 
+# users creates or updates each service's own user on the engines (idempotent); the Procfile
+# runs every service as its user through `deploy/users.sh exec`.
+users:
+	deploy/users.sh apply
+
 # procs-start runs the Procfile's entries whose binary exists under foreman, in its own
 # session so procs-stop can end the whole group; the effective Procfile is $(VAR)/Procfile.
 procs-start:
@@ -71,9 +77,9 @@ procs-start:
 		echo "foreman is already running (pid $$pid)"; exit 0; fi; \
 	: >$(VAR)/Procfile; \
 	while IFS= read -r line; do \
-		[[ "$$line" =~ ^([A-Za-z0-9_-]+):[[:space:]]*([^[:space:]]+) ]] || continue; \
-		if [ -x "$${BASH_REMATCH[2]}" ]; then echo "$$line" >>$(VAR)/Procfile; \
-		else echo "procs: skipping $${BASH_REMATCH[1]}, $${BASH_REMATCH[2]} is not built" >&2; fi; \
+		[[ "$$line" =~ ^([A-Za-z0-9_-]+):[[:space:]]*(deploy/users\.sh[[:space:]]+exec[[:space:]]+[a-z]+[[:space:]]+)?([^[:space:]]+) ]] || continue; \
+		if [ -x "$${BASH_REMATCH[3]}" ]; then echo "$$line" >>$(VAR)/Procfile; \
+		else echo "procs: skipping $${BASH_REMATCH[1]}, $${BASH_REMATCH[3]} is not built" >&2; fi; \
 	done <Procfile; \
 	if [ -f $(FOREMAN_LOG) ]; then mv -f $(FOREMAN_LOG) $(FOREMAN_LOG).1; fi; \
 	echo "foreman start -f $(VAR)/Procfile (log: $(FOREMAN_LOG))"; \
@@ -90,7 +96,7 @@ procs-stop:
 	fi; \
 	rm -f $(FOREMAN_PID)
 
-test: engines
+test: engines users
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	@$(MAKE) --no-print-directory chaos
