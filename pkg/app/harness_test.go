@@ -103,12 +103,24 @@ func startGateway(t *testing.T, c config.Common) (string, *app.Gateway) {
 	return "http://" + ln.Addr().String(), g
 }
 
+// workerConfig is the production defaults (batching, locks) on c, with no
+// metrics listener.
+func workerConfig(t *testing.T, c config.Common) app.WorkerConfig {
+	t.Helper()
+	var cfg app.WorkerConfig
+	if err := config.Load(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Common, cfg.MetricsAddr = c, ""
+	return cfg
+}
+
 // startWorker runs a worker pool on c; the returned func stops it and
 // waits for its shutdown (also done at cleanup).
 func startWorker(t *testing.T, c config.Common) func() {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := app.NewWorker(ctx, app.WorkerConfig{Common: c, Prefetch: 64, Concurrency: 16}, quietLog())
+	w, err := app.NewWorker(ctx, workerConfig(t, c), quietLog())
 	if err != nil {
 		cancel()
 		t.Fatal(err)

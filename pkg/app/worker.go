@@ -9,6 +9,7 @@ import (
 	"surge/pkg/metrics"
 	"surge/pkg/queue"
 	"surge/pkg/stock"
+	"surge/pkg/store"
 	"surge/pkg/worker"
 )
 
@@ -17,8 +18,16 @@ type WorkerConfig struct {
 	config.Common
 	// Prefetch is SURGE_WORKER_PREFETCH, default 128.
 	Prefetch int `envconfig:"WORKER_PREFETCH" default:"128"`
-	// Concurrency is the pool size: SURGE_WORKER_CONCURRENCY, default 32.
-	Concurrency int `envconfig:"WORKER_CONCURRENCY" default:"32"`
+	// Concurrency is the pool size: SURGE_WORKER_CONCURRENCY, default 64.
+	// Handlers are cheap: most of their time is spent waiting for the
+	// batch their order joined.
+	Concurrency int `envconfig:"WORKER_CONCURRENCY" default:"64"`
+	// BatchMax caps the orders per MySQL transaction:
+	// SURGE_WORKER_BATCH_MAX, default 256; 1 disables batching.
+	BatchMax int `envconfig:"WORKER_BATCH_MAX" default:"256"`
+	// BatchLinger is how long a batch waits for more orders:
+	// SURGE_WORKER_BATCH_LINGER, default 1ms.
+	BatchLinger time.Duration `envconfig:"WORKER_BATCH_LINGER" default:"1ms"`
 	// OrderTimeout bounds one order's processing, after which it is
 	// retried through the tiers: SURGE_WORKER_ORDER_TIMEOUT, default 10s.
 	OrderTimeout time.Duration `envconfig:"WORKER_ORDER_TIMEOUT" default:"10s"`
@@ -37,7 +46,9 @@ type Worker struct {
 	eng  *engines
 	cons *queue.Consumer
 	proc *worker.Processor
-	mets *metrics.Endpoint // nil without MetricsAddr
+	// batcher coalesces the handlers' transactions; nil when disabled.
+	batcher *store.Batcher
+	mets    *metrics.Endpoint // nil without MetricsAddr
 }
 
 // NewWorker opens the engines, declares the topology and builds the
@@ -47,8 +58,14 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker
 	if err != nil {
 		return nil, err
 	}
+	var ledger worker.Ledger = eng.db
+	var batcher *store.Batcher
+	if cfg.BatchMax > 1 {
+		batcher = store.NewBatcher(eng.db, store.BatcherOptions{MaxBatch: cfg.BatchMax, Linger: cfg.BatchLinger})
+		ledger = batcher
+	}
 	proc := &worker.Processor{
-		Ledger:   eng.db,
+		Ledger:   ledger,
 		Stock:    stock.New(eng.redis, stock.Options{StateTTL: cfg.IdempotencyTTL}),
 		Log:      log,
 		Timeout:  cfg.OrderTimeout,
@@ -59,7 +76,7 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker
 	cons := queue.NewConsumer(eng.mq, cfg.AMQP.Topology(), queue.ConsumerOptions{
 		Prefetch: cfg.Prefetch, Concurrency: cfg.Concurrency, Logger: log,
 	})
-	w := &Worker{cfg: cfg, log: log, eng: eng, cons: cons, proc: proc}
+	w := &Worker{cfg: cfg, log: log, eng: eng, cons: cons, proc: proc, batcher: batcher}
 	if cfg.MetricsAddr != "" {
 		if w.mets, err = metrics.Listen(cfg.MetricsAddr); err != nil {
 			eng.close()
@@ -76,6 +93,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopMetrics := serveMetrics(ctx, w.mets, w.log)
 	err := w.cons.Run(ctx, func(ctx context.Context, d *queue.Delivery) { w.proc.Handle(ctx, d) })
 	stopMetrics()
+	if w.batcher != nil {
+		w.batcher.Close() // after the consumer drained: no order is waiting
+	}
 	w.eng.close()
 	return err
 }
