@@ -97,3 +97,13 @@ func TestDriveStopsOnTheFirstError(t *testing.T) {
 		t.Fatal("drive with no workers succeeded")
 	}
 }
+
+func TestHTTPEmptyCountsEveryAnswer(t *testing.T) {
+	res, err := HTTPEmpty(context.Background(), HTTPOptions{Concurrency: 8, Duration: short})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ops == 0 || res.PerSec <= 0 || res.Name != "http_empty_handler" {
+		t.Fatalf("result %+v: want answered requests counted", res)
+	}
+}

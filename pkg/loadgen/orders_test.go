@@ -36,7 +36,7 @@ func TestOrdersSendsDistinctValidOrders(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	defer srv.Close()
-	target := &Orders{Client: NewHTTPClient(8), BaseURL: srv.URL, SKU: "sku-1", RunID: "lg-run1"}
+	target := &Orders{Client: NewOrderClient(8), BaseURL: srv.URL, SKU: "sku-1", RunID: "lg-run1"}
 	gen, err := New(Options{Concurrency: 8, Requests: 200}, target)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,277 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"surge/pkg/keys"
+)
+
+// Scenario is one measured load: load the stock, send the orders, wait
+// until the pipeline has written every invoice, check the books, and note
+// what it cost in memory.
+type Scenario struct {
+	// Label names the scenario in reports ("flash_sale").
+	Label   string
+	Options Options
+	Orders  *Orders
+	// Stock is loaded through StockAPI before the run; < 0 loads nothing.
+	Stock    int
+	StockAPI StockAPI
+	// Ledger reads MySQL: the invoices sampled, waited for and checked.
+	Ledger *Ledger
+	// Check waits until MySQL holds every accepted order (and the queue is
+	// empty), then verifies the books. It needs Ledger.
+	Check bool
+	// StockView adds the admin API's Redis view to the check.
+	StockView bool
+	// QueueDepth reads the work queue's ready messages; nil means there is
+	// no queue (the naive baseline).
+	QueueDepth func(ctx context.Context) (int64, error)
+	// DrainTimeout bounds the wait for the last invoice. Default 60s.
+	DrainTimeout time.Duration
+	// SampleEvery > 0 records a time series (progress, invoices, queue).
+	SampleEvery time.Duration
+	// Processes maps a name to a pid whose peak RSS is read after the load.
+	Processes map[string]int
+	// Redis, when set, measures used_memory before and after the run and
+	// audits a sample of the records the orders left.
+	Redis *redis.ClusterClient
+	// RedisSettle is waited before used_memory is read after the run, so
+	// that short-lived keys (rate-limit budgets) have expired. Default 0.
+	RedisSettle time.Duration
+	// Progress receives a live progress bar; nil draws none.
+	Progress io.Writer
+}
+
+// RunReport is what a scenario measured; loadgen -json writes it.
+type RunReport struct {
+	Label string `json:"label"`
+	SKU   string `json:"sku"`
+	Stock int    `json:"stock"`
+	RunID string `json:"run_id"`
+	Load  Result `json:"load"`
+	// DrainSeconds is the time from the end of the load until MySQL held
+	// every accepted order and the queue was empty (-1: it never did).
+	DrainSeconds *float64              `json:"drain_s,omitempty"`
+	Check        *Check                `json:"check,omitempty"`
+	Series       []Sample              `json:"series,omitempty"`
+	Processes    map[string]ProcMemory `json:"processes,omitempty"`
+	Redis        *RedisReport          `json:"redis,omitempty"`
+}
+
+// RedisReport is the cluster's memory around a run.
+type RedisReport struct {
+	Before RedisMemory `json:"before"`
+	After  RedisMemory `json:"after"`
+	// Records audits a sample of the orders' idempotency records and
+	// order states; BytesPerOrder is their mean size together, and
+	// ExpectedGrowth that size times the orders sent.
+	Records        RecordAudit `json:"records"`
+	BytesPerOrder  float64     `json:"bytes_per_order"`
+	ExpectedGrowth int64       `json:"expected_growth"`
+}
+
+// Run plays the scenario.
+func (s Scenario) Run(ctx context.Context) (RunReport, error) {
+	rep := RunReport{Label: s.Label, SKU: s.Orders.SKU, Stock: s.Stock, RunID: s.Orders.RunID}
+	var before RedisMemory
+	if s.Redis != nil {
+		var err error
+		if before, err = ReadRedisMemory(ctx, s.Redis); err != nil {
+			return rep, err
+		}
+	}
+	if s.Stock >= 0 {
+		if err := s.StockAPI.Load(ctx, s.Orders.SKU, s.Stock, 1999); err != nil {
+			return rep, err
+		}
+	}
+	gen, err := New(s.Options, s.Orders)
+	if err != nil {
+		return rep, err
+	}
+	stopSampling := s.sample(ctx, gen, &rep)
+	stopProgress := func() {}
+	if s.Progress != nil {
+		stopProgress = ShowProgress(ctx, gen, s.Progress, s.Label)
+	}
+	rep.Load = gen.Run(ctx)
+	stopProgress()
+	rep.Processes = s.readProcesses()
+	if s.Check && s.Ledger != nil {
+		rep.DrainSeconds, rep.Check, err = s.drainAndCheck(ctx, rep.Load.Counts)
+	}
+	stopSampling()
+	if err != nil {
+		return rep, err
+	}
+	if s.Redis != nil {
+		if rep.Redis, err = s.auditRedis(ctx, before, rep.Load.Counts.Done); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// sample records the series until the returned stop is called.
+func (s Scenario) sample(ctx context.Context, gen *Generator, rep *RunReport) (stop func()) {
+	if s.SampleEvery <= 0 {
+		return func() {}
+	}
+	var probes []Probe
+	if s.Ledger != nil {
+		probes = append(probes, Probe{Name: "invoiced", Read: s.sold})
+	}
+	if s.QueueDepth != nil {
+		probes = append(probes, Probe{Name: "queue_depth", Read: s.QueueDepth})
+	}
+	sampler := NewSampler(gen, s.SampleEvery, probes...)
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); sampler.Run(sctx) }()
+	return func() {
+		cancel()
+		<-done
+		rep.Series = sampler.Samples()
+	}
+}
+
+// sold reads the orders MySQL has invoiced for the SKU, from the product
+// row (one primary-key read, cheap enough to poll).
+func (s Scenario) sold(ctx context.Context) (int64, error) {
+	b, err := s.Ledger.Books(ctx, s.Orders.SKU)
+	if err != nil {
+		return 0, err
+	}
+	return b.Sold / int64(s.Orders.qty()), nil
+}
+
+func (s Scenario) drainAndCheck(ctx context.Context, c Counts) (*float64, *Check, error) {
+	accepted := c.Of(http.StatusAccepted)
+	timeout := s.DrainTimeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	waited, ok := WaitFor(ctx, 50*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
+		sold, err := s.sold(ctx)
+		if err != nil || sold < accepted {
+			return false, err
+		}
+		if s.QueueDepth == nil {
+			return true, nil
+		}
+		depth, err := s.QueueDepth(ctx)
+		return depth == 0, err
+	})
+	drain := round3(waited.Seconds())
+	if !ok {
+		drain = -1
+	}
+	in := CheckInput{Stock: int64(s.Stock), Qty: int64(s.Orders.qty()), Counts: c}
+	var err error
+	if in.Books, err = s.Ledger.Books(ctx, s.Orders.SKU); err != nil {
+		return &drain, nil, err
+	}
+	if s.StockView {
+		v, err := s.StockAPI.View(ctx, s.Orders.SKU)
+		if err != nil {
+			return &drain, nil, err
+		}
+		in.View = &v
+	}
+	check := Verify(in)
+	return &drain, &check, nil
+}
+
+func (s Scenario) readProcesses() map[string]ProcMemory {
+	if len(s.Processes) == 0 {
+		return nil
+	}
+	out := make(map[string]ProcMemory, len(s.Processes))
+	for name, pid := range s.Processes {
+		if m, err := ReadProcMemory(pid); err == nil {
+			out[name] = m
+		}
+	}
+	return out
+}
+
+// auditSample bounds the records audited after a run.
+const auditSample = 500
+
+func (s Scenario) auditRedis(ctx context.Context, before RedisMemory, sent int64) (*RedisReport, error) {
+	select {
+	case <-time.After(s.RedisSettle):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	after, err := ReadRedisMemory(ctx, s.Redis)
+	if err != nil {
+		return nil, err
+	}
+	step := max(sent/auditSample, 1)
+	var idemKeys, stateKeys []string
+	for i := int64(0); i < sent; i += step {
+		id := s.Orders.OrderID(i)
+		idemKeys = append(idemKeys, keys.Idem(id))
+		stateKeys = append(stateKeys, keys.OrderState(s.Orders.SKU, id))
+	}
+	idem, err := AuditRecords(ctx, s.Redis, idemKeys)
+	if err != nil {
+		return nil, err
+	}
+	state, err := AuditRecords(ctx, s.Redis, stateKeys)
+	if err != nil {
+		return nil, err
+	}
+	audit := RecordAudit{
+		Checked:       idem.Checked + state.Checked,
+		Missing:       idem.Missing + state.Missing,
+		NoTTL:         idem.NoTTL + state.NoTTL,
+		MaxTTLSeconds: max(idem.MaxTTLSeconds, state.MaxTTLSeconds),
+	}
+	perOrder := round3(idem.AvgBytes + state.AvgBytes)
+	return &RedisReport{Before: before, After: after, Records: audit, BytesPerOrder: perOrder,
+		ExpectedGrowth: int64(perOrder * float64(sent))}, nil
+}
+
+// String summarises a report in one line per fact, for terminals.
+func (r RunReport) String() string {
+	l := r.Load
+	s := fmt.Sprintf("%s: %d requests in %.2fs = %.0f req/s (%s loop, %d workers)\n"+
+		"  latency ms: p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f\n  status: %v\n",
+		r.Label, l.Counts.Done, l.Seconds, l.RPS, l.Mode, l.Concurrency,
+		l.Latency.P50Ms, l.Latency.P90Ms, l.Latency.P99Ms, l.Latency.P999Ms, l.Latency.MaxMs, l.Counts.Status)
+	for _, e := range l.ErrorSamples {
+		s += "  error: " + e + "\n"
+	}
+	if r.DrainSeconds != nil {
+		s += fmt.Sprintf("  drained %.2fs after the load\n", *r.DrainSeconds)
+	}
+	if c := r.Check; c != nil {
+		verdict := "OK"
+		if !c.OK {
+			verdict = "FAILED"
+		}
+		s += fmt.Sprintf("  check %s: accepted %d (want %d), invoices %d, sold %d of %d\n",
+			verdict, c.Accepted, c.Expected, c.Books.Invoices, c.Books.Sold, c.Books.Stock)
+		for _, p := range c.Problems {
+			s += "    - " + p + "\n"
+		}
+	}
+	for name, m := range r.Processes {
+		s += fmt.Sprintf("  %s peak RSS %.1f MB\n", name, m.PeakRSSMB)
+	}
+	if rr := r.Redis; rr != nil {
+		s += fmt.Sprintf("  redis used_memory %d -> %d (+%d; %d orders x %.0f B of records = %d expected), records without TTL: %d\n",
+			rr.Before.UsedMemory, rr.After.UsedMemory, rr.After.UsedMemory-rr.Before.UsedMemory,
+			l.Counts.Done, rr.BytesPerOrder, rr.ExpectedGrowth, rr.Records.NoTTL)
+	}
+	return s
+}
