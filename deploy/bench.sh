@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Benchmarks surge against the naive SQL path and the engines' raw ceilings, in one run
+# (make bench). It starts its own gateway and worker on their own port, queues and database,
+# so a pipeline started by `make up` is not disturbed, and stops them at the end.
+#
+#   deploy/bench.sh            run everything, print the table, write var/bench/
+#   deploy/bench.sh --record   also copy results.json, table.txt and the plots to bench/
+#
+# Steps: raw ceilings (EVALSHA, confirmed publishes, batched inserts, and the load generator
+# against an empty HTTP handler), the naive SQL flash
+# sale, surge's flash sale (closed loop), the same sale in an open loop at half that rate,
+# then a sustained load where every order is accepted. CPU profiles of the gateway and the
+# worker are taken during the flash sale and the sustained load (var/bench/pprof/).
+#
+# Environment (defaults): BENCH_DIR (var/bench), BENCH_PORT (18080; +1 and +2 serve the
+# gateway's and worker's profiles, +10 the naive server), BENCH_CONCURRENCY (256),
+# BENCH_FLASH_REQUESTS (50000), BENCH_NAIVE_REQUESTS (20000), BENCH_FLASH_STOCK (100),
+# BENCH_HALF_SECONDS (8), BENCH_SUSTAINED_SECONDS (20), BENCH_RAW_SECONDS (3),
+# BENCH_IDEMPOTENCY_TTL (15m: the records of a benchmark need not outlive it by a day),
+# BENCH_IP_RATE (-1: the gateway's per-IP rate limit off),
+# BENCH_KEEP=1 keeps the benchmark database and queues for inspection.
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO_ROOT"
+
+DIR="${BENCH_DIR:-var/bench}"
+PORT="${BENCH_PORT:-18080}"
+C="${BENCH_CONCURRENCY:-256}"
+FLASH_N="${BENCH_FLASH_REQUESTS:-50000}"
+NAIVE_N="${BENCH_NAIVE_REQUESTS:-20000}"
+FLASH_STOCK="${BENCH_FLASH_STOCK:-100}"
+HALF_S="${BENCH_HALF_SECONDS:-8}"
+SUSTAINED_S="${BENCH_SUSTAINED_SECONDS:-20}"
+RAW_S="${BENCH_RAW_SECONDS:-3}"
+RECORD=0
+[[ "${1:-}" == "--record" ]] && RECORD=1
+
+RUN="b$(date +%s)"
+export SURGE_HTTP_ADDR="127.0.0.1:$PORT"
+export SURGE_AMQP_EXCHANGE="bench.orders"
+export SURGE_AMQP_QUEUE="bench.orders.created"
+export SURGE_AMQP_DEAD_QUEUE="bench.orders.dead"
+export SURGE_MYSQL_DSN="${BENCH_MYSQL_DSN:-root@tcp(127.0.0.1:3306)/surge_bench}"
+export SURGE_IDEMPOTENCY_TTL="${BENCH_IDEMPOTENCY_TTL:-15m}"
+export SURGE_LOG_LEVEL="${SURGE_LOG_LEVEL:-warn}"
+# Every request comes from this one machine, standing in for many shoppers: the per-IP budget
+# (one hot Redis key) would measure the generator's address, so it is off unless asked for.
+# The per-customer budget stays on (each request is a new customer).
+export SURGE_RATE_LIMIT_IP_RATE="${BENCH_IP_RATE:--1}"
+GATEWAY_URL="http://$SURGE_HTTP_ADDR"
+NAIVE_ADDR="127.0.0.1:$((PORT + 10))"
+
+log() { printf '\nbench: %s\n' "$*" >&2; }
+die() { printf 'bench: error: %s\n' "$*" >&2; exit 1; }
+
+PIDS=()
+cleanup() {
+	local pid
+	for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+	for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+	if [[ "${BENCH_KEEP:-0}" != 1 ]]; then bin/loadgen reset >/dev/null 2>&1 || true; fi
+}
+trap cleanup EXIT
+
+# start NAME CMD... runs a process in the background with its log under $DIR/log.
+start() {
+	local name=$1
+	shift
+	"$@" >"$DIR/log/$name.log" 2>&1 &
+	PIDS+=($!)
+	LAST_PID=$!
+}
+
+# stop_last PID stops one process this script started.
+stop_pid() {
+	kill -TERM "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
+# profile NAME PORT SECONDS fetches a CPU profile in the background.
+profile() {
+	curl -s -o "$DIR/pprof/$1.cpu.pb.gz" "http://127.0.0.1:$2/debug/pprof/profile?seconds=$3" &
+	PROFILERS+=($!)
+}
+
+# json_number FILE KEY prints the first numeric value of "KEY" in FILE.
+json_number() { sed -n "s/.*\"$2\": \([0-9.]*\).*/\1/p" "$1" | head -n 1; }
+
+rm -rf "$DIR"
+mkdir -p "$DIR/log" "$DIR/pprof"
+log "building"
+make --no-print-directory build >/dev/null
+{
+	redis-server --version 2>/dev/null | cut -d' ' -f1-3 || true
+	echo "RabbitMQ $(timeout 20 rabbitmqctl -q version 2>/dev/null || echo unknown)"
+	mariadb --version 2>/dev/null || mysql --version 2>/dev/null || true
+} >"$DIR/versions.txt"
+
+log "fresh database and queues (${SURGE_MYSQL_DSN##*/}, $SURGE_AMQP_QUEUE)"
+bin/loadgen reset
+bin/gateway migrate
+
+log "raw ceilings (${RAW_S}s each)"
+bin/loadgen raw redis -d "${RAW_S}s" -json "$DIR/raw-redis.json"
+bin/loadgen raw amqp -d "${RAW_S}s" -json "$DIR/raw-amqp.json"
+bin/loadgen raw mysql -d "${RAW_S}s" -json "$DIR/raw-mysql.json"
+bin/loadgen raw http -d "${RAW_S}s" -c "$C" -json "$DIR/raw-http.json"
+
+log "naive SQL flash sale: $FLASH_STOCK units, $NAIVE_N requests, $C concurrent"
+start naive bin/loadgen naive-server -addr "$NAIVE_ADDR"
+NAIVE_PID=$LAST_PID
+deploy/wait-ready.sh "http://$NAIVE_ADDR/healthz" 30 "$DIR/log/naive.log"
+bin/loadgen run -label naive_sql -url "http://$NAIVE_ADDR" -sku "naive-$RUN" -stock "$FLASH_STOCK" \
+	-c "$C" -n "$NAIVE_N" -check -stock-view=false -json "$DIR/naive.json"
+stop_pid "$NAIVE_PID"
+
+log "starting gateway and worker on $SURGE_HTTP_ADDR"
+SURGE_PPROF_ADDR="127.0.0.1:$((PORT + 1))" start gateway bin/gateway
+GATEWAY_PID=$LAST_PID
+SURGE_PPROF_ADDR="127.0.0.1:$((PORT + 2))" start worker bin/worker
+WORKER_PID=$LAST_PID
+deploy/wait-ready.sh "$GATEWAY_URL/readyz" 60 "$DIR/log/gateway.log"
+PIDS_FLAG="gateway=$GATEWAY_PID,worker=$WORKER_PID"
+
+log "surge flash sale: $FLASH_STOCK units, $FLASH_N requests, $C concurrent"
+PROFILERS=()
+profile gateway-flash $((PORT + 1)) 3
+profile worker-flash $((PORT + 2)) 3
+bin/loadgen run -label flash_sale -sku "flash-$RUN" -stock "$FLASH_STOCK" -c "$C" -n "$FLASH_N" \
+	-check -queue "$SURGE_AMQP_QUEUE" -pids "$PIDS_FLAG" -redis -json "$DIR/flash.json"
+wait "${PROFILERS[@]}" || true
+
+RPS="$(json_number "$DIR/flash.json" rps)"
+HALF="$(awk -v r="$RPS" 'BEGIN { printf "%d", r / 2 }')"
+[[ "$HALF" -gt 0 ]] || die "no flash sale rate to halve"
+log "surge flash sale in an open loop at half that rate: $HALF/s for ${HALF_S}s"
+bin/loadgen run -label flash_sale_half_rate -sku "half-$RUN" -stock "$FLASH_STOCK" -c "$C" \
+	-rate "$HALF" -d "${HALF_S}s" -check -queue "$SURGE_AMQP_QUEUE" -json "$DIR/flash-half.json"
+
+log "surge sustained load: every order accepted, ${SUSTAINED_S}s, $C concurrent"
+PROFILERS=()
+profile gateway-sustained $((PORT + 1)) 10
+profile worker-sustained $((PORT + 2)) 10
+bin/loadgen run -label sustained -sku "sustained-$RUN" -stock 100000000 -c "$C" -d "${SUSTAINED_S}s" \
+	-check -queue "$SURGE_AMQP_QUEUE" -sample 500ms -drain-timeout 60s -pids "$PIDS_FLAG" \
+	-json "$DIR/sustained.json"
+wait "${PROFILERS[@]}" || true
+
+stop_pid "$GATEWAY_PID"
+stop_pid "$WORKER_PID"
+for f in "$DIR"/pprof/*.cpu.pb.gz; do
+	[[ -s "$f" ]] || continue
+	bin="bin/$(basename "$f" | cut -d- -f1)"
+	go tool pprof -top -nodecount=30 "$bin" "$f" >"${f%.pb.gz}.txt" 2>/dev/null || true
+done
+
+log "report"
+bin/loadgen report -dir "$DIR"
+if ((RECORD)); then
+	mkdir -p bench
+	cp "$DIR/results.json" "$DIR/table.txt" "$DIR/latency.svg" "$DIR/sustained.svg" bench/
+	cp "$DIR"/pprof/*.cpu.txt bench/ 2>/dev/null || true
+	log "recorded in bench/"
+fi
+printf '\nresults: %s/results.json, plots: %s/latency.svg %s/sustained.svg, profiles: %s/pprof/\n' \
+	"$DIR" "$DIR" "$DIR" "$DIR"

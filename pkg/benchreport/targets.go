@@ -1,0 +1,63 @@
+package benchreport
+
+// The targets, as ratios measured in the same run.
+const (
+	wantFlashVsNaive       = 10.0
+	wantHalfRateP99Ms      = 5.0
+	wantAcceptedVsPublish  = 0.70
+	wantDrainS             = 2.0
+	wantInvoicedVsInsert   = 0.50
+	wantPeakRSSMB          = 150.0
+	redisGrowthSlackFactor = 1.10
+	redisGrowthSlackBytes  = 1 << 20
+)
+
+func targets(r Results) []Target {
+	var out []Target
+	add := func(name, want string, got float64, unit string, met bool) {
+		out = append(out, Target{Name: name, Want: want, Got: got, Unit: unit, Met: met})
+	}
+	if r.FlashSale != nil && r.NaiveSQL != nil {
+		add("flash sale req/s vs naive SQL", ">= 10x", r.Ratios.FlashVsNaiveRPS, "x", r.Ratios.FlashVsNaiveRPS >= wantFlashVsNaive)
+	}
+	if h := r.FlashSaleHalfRate; h != nil {
+		add("flash sale p99 at half the max rate", "<= 5 ms", h.P99Ms, "ms", h.P99Ms <= wantHalfRateP99Ms && h.Requests > 0)
+	}
+	if s := r.Sustained; s != nil {
+		add("sustained accepted/s vs confirmed-publish ceiling", ">= 0.70", r.Ratios.AcceptedVsPublishCeiling, "",
+			r.Ratios.AcceptedVsPublishCeiling >= wantAcceptedVsPublish)
+		drain := -1.0
+		if s.DrainS != nil {
+			drain = *s.DrainS
+		}
+		add("queue drained after the sustained load", "<= 2 s", drain, "s", drain >= 0 && drain <= wantDrainS)
+		add("sustained invoices/s vs batched-insert ceiling", ">= 0.50", r.Ratios.InvoicedVsInsertCeiling, "",
+			r.Ratios.InvoicedVsInsertCeiling >= wantInvoicedVsInsert)
+	}
+	if m := r.Memory; m != nil {
+		add("gateway peak RSS under the flash sale", "<= 150 MB", m.GatewayPeakRSSMB, "MB",
+			m.GatewayPeakRSSMB > 0 && m.GatewayPeakRSSMB <= wantPeakRSSMB)
+		add("worker peak RSS under the flash sale", "<= 150 MB", m.WorkerPeakRSSMB, "MB",
+			m.WorkerPeakRSSMB > 0 && m.WorkerPeakRSSMB <= wantPeakRSSMB)
+		if m.RecordsBytes > 0 {
+			growth := ratio(float64(m.RedisGrowth), float64(m.RecordsBytes))
+			add("Redis growth vs the sale's expiring records", "<= 1.1, all with TTL", growth, "x",
+				m.RecordsNoTTL == 0 && float64(m.RedisGrowth) <= float64(m.RecordsBytes)*redisGrowthSlackFactor+redisGrowthSlackBytes)
+		}
+	}
+	failed := 0.0
+	for _, s := range []*Scenario{r.NaiveSQL, r.FlashSale, r.FlashSaleHalfRate, sustainedScenario(r.Sustained)} {
+		if s != nil && !s.CheckOK {
+			failed++
+		}
+	}
+	add("correctness checks failed", "0", failed, "", failed == 0)
+	return out
+}
+
+func sustainedScenario(s *Sustained) *Scenario {
+	if s == nil {
+		return nil
+	}
+	return &s.Scenario
+}

@@ -1,0 +1,65 @@
+// Command loadgen measures surge: it drives HTTP load at the gateway and
+// checks the books afterwards, serves the naive SQL baseline, measures the
+// engines' raw ceilings, and turns a benchmark's parts into one report.
+//
+//	loadgen run -sku S [-stock N] (-n N | -d D) [-c C] [-rate R] [-check] ...
+//	loadgen naive-server [-addr A]        one MySQL transaction per order
+//	loadgen raw redis|amqp|mysql|http     the engines' (and HTTP's) raw ceilings
+//	loadgen report -dir var/bench         results.json, the table, the plots
+//	loadgen reset                         drop the benchmark's database and queues
+//
+// Engines are located by the SURGE_ variables the services read (README);
+// deploy/bench.sh (make bench) runs the whole benchmark.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"surge/pkg/config"
+)
+
+// loadgenConfig is what loadgen reads from SURGE_ variables.
+type loadgenConfig struct {
+	config.Common
+	// HTTPAddr is the gateway loaded by default: SURGE_HTTP_ADDR.
+	HTTPAddr string `envconfig:"HTTP_ADDR" default:"127.0.0.1:8080"`
+	// AdminToken authorises the stock loads: SURGE_ADMIN_TOKEN.
+	AdminToken string `envconfig:"ADMIN_TOKEN" default:"surge-admin"`
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var cfg loadgenConfig
+	if err := config.Load(&cfg); err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		return fmt.Errorf("want a command: run, naive-server, raw, report or reset")
+	}
+	switch args[0] {
+	case "run":
+		return runLoad(ctx, cfg, args[1:], stdout, stderr)
+	case "naive-server":
+		return naiveServer(ctx, cfg, args[1:], stderr)
+	case "raw":
+		return raw(ctx, cfg, args[1:], stdout)
+	case "report":
+		return report(args[1:], stdout)
+	case "reset":
+		return reset(ctx, cfg, stdout)
+	}
+	return fmt.Errorf("unknown command %q (want run, naive-server, raw, report or reset)", args[0])
+}
