@@ -6,7 +6,9 @@
 #                    and MariaDB are stopped only when `make up` started them
 #   make test        start the engines, vet, race-test everything, then the chaos tests
 #   make test-chaos  only the tests behind the `chaos` build tag
-#   make bench       benchmarks
+#   make bench       surge vs the naive SQL path and the engines' ceilings (deploy/bench.sh):
+#                    one table, var/bench/results.json and plots; see BENCH.md
+#   make bench-go    the packages' Go benchmarks (go test -bench)
 #   make smoke       the README's curl example against the pipeline `make up` started
 #   make users       per-service users on Redis, RabbitMQ and MariaDB (deploy/users.sh)
 #   make build | fmt | vet | status | clean
@@ -30,7 +32,7 @@ CHAOS_PKGS = $(shell grep -rlE --include='*.go' --exclude-dir=var --exclude-dir=
 FOREMAN_PID := $(VAR)/foreman.pid
 FOREMAN_LOG := $(VAR)/log/foreman.log
 
-.PHONY: build up down deps engines migrate users procs-start procs-stop test test-chaos chaos bench smoke \
+.PHONY: build up down deps engines migrate users procs-start procs-stop test test-chaos chaos bench bench-go smoke \
 	fmt vet status clean
 
 # build compiles every services/<name> main package into bin/<name>.
@@ -110,7 +112,10 @@ chaos:
 	else echo "$(GO) test -tags chaos -count=1 -timeout $(CHAOS_TIMEOUT) $(CHAOS_PKGS)"; \
 		$(GO) test -tags chaos -count=1 -timeout $(CHAOS_TIMEOUT) $(CHAOS_PKGS); fi
 
-bench: engines
+bench: engines build
+	deploy/bench.sh
+
+bench-go: engines
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCH_TIME) ./...
 
 fmt:
