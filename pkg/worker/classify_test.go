@@ -62,8 +62,8 @@ func (noStock) Release(context.Context, string, string, stock.ReleaseMode) (int,
 }
 
 // TestClassification: what the issue asks of each kind of failure. Only
-// failures that repeat identically are parked at once; anything an engine
-// outage can cause is retried through the tiers.
+// failures that can be pinned on the order itself are parked at once;
+// anything an engine outage can cause is retried through the tiers.
 func TestClassification(t *testing.T) {
 	netErr := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
 	tests := []struct {
@@ -86,8 +86,7 @@ func TestClassification(t *testing.T) {
 		{"missing table (a deployment problem)", nil, &mysql.MySQLError{Number: 1146}, false, "retry", ""},
 		{"redis cluster down", nil, errors.New("CLUSTERDOWN The cluster is down"), false, "retry", ""},
 		{"lock busy", nil, errors.New("lock order:o_1: lock not obtained"), false, "retry", ""},
-		{"data too long", nil, &mysql.MySQLError{Number: 1406}, false, "dead", ReasonRefused},
-		{"check constraint", nil, &mysql.MySQLError{Number: 4025}, false, "dead", ReasonRefused},
+		{"a value MySQL refuses (it fails the whole batch)", nil, &mysql.MySQLError{Number: 1406}, false, "retry", ""},
 		{"invalid order refused by the store", nil, order.Invalid("sku is required"), false, "dead", order.ReasonMalformed},
 	}
 	for _, tt := range tests {

@@ -1,10 +1,10 @@
 // Package worker turns accepted orders into invoices. For each delivery it
 // takes the order's lock (with a fencing token), runs the guarded MySQL
 // transaction, settles the reservation in Redis, refreshes the product
-// cache, and only then acks. Failures are classified: bad messages,
-// unknown SKUs and order data MySQL refuses are parked at once with their
-// reason; everything else is retried through the queue's delay tiers and
-// parked only when they run out (see classify.go).
+// cache, and only then acks. Failures are classified: bad messages and
+// unknown SKUs are parked at once with their reason; everything else is
+// retried through the queue's delay tiers and parked only when they run
+// out (see classify.go).
 package worker
 
 import (
