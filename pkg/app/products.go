@@ -46,12 +46,21 @@ type products struct {
 
 // newProducts builds the product views on rdb and db; ttl is how long a
 // view stays fresh (0: the cache's default, 30s).
-func newProducts(rdb interface {
+func newProducts(rdb productRedis, db productSource, ttl time.Duration, log *slog.Logger) *products {
+	return newProductsWith(rdb, db, cache.Options{TTL: ttl}, log)
+}
+
+// productRedis is what product views need from Redis.
+type productRedis interface {
 	cache.Client
 	availReader
-}, db productSource, ttl time.Duration, log *slog.Logger) *products {
+}
+
+// newProductsWith is newProducts with every cache option.
+func newProductsWith(rdb productRedis, db productSource, opts cache.Options, log *slog.Logger) *products {
 	p := &products{db: db, avail: rdb, log: log}
-	p.cache = cache.New(rdb, p.load, cache.Options{Namespace: keys.ProductNamespace, TTL: ttl, Log: log})
+	opts.Namespace, opts.Log = keys.ProductNamespace, log
+	p.cache = cache.New(rdb, p.load, opts)
 	return p
 }
 

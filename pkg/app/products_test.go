@@ -10,10 +10,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"surge/internal/testenv"
+	"surge/pkg/cache"
 	"surge/pkg/httpapi"
 	"surge/pkg/keys"
 	"surge/pkg/order"
@@ -37,7 +39,9 @@ func (c *countingSource) Product(ctx context.Context, sku string) (store.Product
 func productServer(t *testing.T, db productSource) *httptest.Server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	p := newProducts(testenv.Redis(t), db, 0, log)
+	// A generous wait: this test counts queries, and a loaded machine
+	// must not turn a slow rebuild into 503s.
+	p := newProductsWith(testenv.Redis(t), db, cache.Options{Wait: 30 * time.Second}, log)
 	t.Cleanup(p.Close)
 	api := &httpapi.Server{Log: log}
 	h := api.Handler()
@@ -107,9 +111,10 @@ func TestColdProductCostsOneQuery(t *testing.T) {
 				return
 			}
 			defer resp.Body.Close()
+			raw, _ := io.ReadAll(resp.Body)
 			var got httpapi.ProductView
-			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != 200 || got != want {
-				errs <- resp.Status
+			if err := json.Unmarshal(raw, &got); err != nil || resp.StatusCode != 200 || got != want {
+				errs <- resp.Status + " " + string(raw)
 			}
 		}()
 	}
