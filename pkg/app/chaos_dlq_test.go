@@ -41,7 +41,9 @@ func TestMariaDBPausedWhileOrdersArrive(t *testing.T) {
 		t.Fatal(err)
 	}
 	url, g := startGateway(t, c)
-	startChaosWorker(t, app.WorkerConfig{Common: c, Prefetch: 64, Concurrency: 16, OrderTimeout: 3 * time.Second})
+	wcfg := workerConfig(t, c) // production defaults: batches, locks
+	wcfg.OrderTimeout = 3 * time.Second
+	startChaosWorker(t, wcfg)
 	p := &pipeline{URL: url, Token: "test-token", DB: openDB(t, c.MySQL.DSN), Stock: g.Stock, Cfg: c}
 	sku := testenv.Unique("pause-")
 	p.loadStock(t, sku, 1000)
