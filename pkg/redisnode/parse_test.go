@@ -92,8 +92,8 @@ func TestProbeLiveCluster(t *testing.T) {
 		t.Fatalf("%d nodes, %d masters with slots; want 6 and 3", len(nodes), masters)
 	}
 	for _, s := range p.SnapshotAll(ctx, Addrs(nodes), "maxmemory-policy") {
-		if s.Err != nil {
-			t.Fatal(s.Err)
+		if s.Err != nil || s.ConfigErr != nil {
+			t.Fatal(s.Err, s.ConfigErr)
 		}
 		if s.Cluster["cluster_state"] != "ok" || s.Info["used_memory"] == "" || s.Config["maxmemory-policy"] == "" {
 			t.Fatalf("%s: cluster_state %q used_memory %q policy %q", s.Addr, s.Cluster["cluster_state"],

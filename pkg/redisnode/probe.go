@@ -46,6 +46,9 @@ func (p *Prober) Client(addr string) *redis.Client {
 			Addr: addr, Username: p.opts.Username, Password: p.opts.Password,
 			DialTimeout: p.opts.Timeout, ReadTimeout: p.opts.Timeout, WriteTimeout: p.opts.Timeout,
 			PoolSize: 2, MaxRetries: -1, DisableIdentity: true,
+			// One dial per call: a node that is down answers "down" now,
+			// not after go-redis's five attempts.
+			DialerRetries: 1,
 		})
 		p.clients[addr] = c
 	}
@@ -87,6 +90,9 @@ type Snapshot struct {
 	Info    map[string]string // INFO (default sections)
 	Cluster map[string]string // CLUSTER INFO
 	Config  map[string]string // the CONFIG GET parameters asked for
+	// ConfigErr is set when CONFIG GET was refused (a user without
+	// config|get) or failed; Info and Cluster are still valid.
+	ConfigErr error
 }
 
 // Snapshot reads addr's INFO, CLUSTER INFO and the named configuration
@@ -109,7 +115,7 @@ func (p *Prober) Snapshot(ctx context.Context, addr string, config ...string) Sn
 	for _, key := range config {
 		kv, err := c.ConfigGet(ctx, key).Result()
 		if err != nil {
-			s.Err = fmt.Errorf("config get %s on %s: %w", key, addr, err)
+			s.ConfigErr = fmt.Errorf("config get %s on %s: %w", key, addr, err)
 			return s
 		}
 		for k, v := range kv {
