@@ -13,7 +13,7 @@
 # worker are taken during the flash sale and the sustained load (var/bench/pprof/).
 #
 # Environment (defaults): BENCH_DIR (var/bench), BENCH_PORT (18080; +1 and +2 serve the
-# gateway's and worker's profiles, +10 the naive server), BENCH_CONCURRENCY (256),
+# gateway's and worker's profiles, +3 the worker's metrics, +10 the naive server), BENCH_CONCURRENCY (256),
 # BENCH_FLASH_REQUESTS (50000), BENCH_NAIVE_REQUESTS (20000), BENCH_FLASH_STOCK (100),
 # BENCH_HALF_SECONDS (8), BENCH_SUSTAINED_SECONDS (20), BENCH_RAW_SECONDS (3),
 # BENCH_IDEMPOTENCY_TTL (15m: the records of a benchmark need not outlive it by a day),
@@ -38,6 +38,7 @@ RECORD=0
 
 RUN="b$(date +%s)"
 export SURGE_HTTP_ADDR="127.0.0.1:$PORT"
+export SURGE_WORKER_METRICS_ADDR="127.0.0.1:$((PORT + 3))"
 export SURGE_AMQP_EXCHANGE="bench.orders"
 export SURGE_AMQP_QUEUE="bench.orders.created"
 export SURGE_AMQP_DEAD_QUEUE="bench.orders.dead"

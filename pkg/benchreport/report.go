@@ -123,12 +123,13 @@ type Memory struct {
 	RedisBefore      int64   `json:"redis_used_memory_before"`
 	RedisAfter       int64   `json:"redis_used_memory_after"`
 	RedisGrowth      int64   `json:"redis_growth"`
-	// RecordsBytes is the orders' records (idempotency + order state) as
-	// measured on a sample, times the orders sent.
-	RecordsBytes     int64   `json:"records_bytes"`
-	BytesPerOrder    float64 `json:"bytes_per_order"`
-	RecordsNoTTL     int64   `json:"records_without_ttl"`
-	RecordsTTLSecond float64 `json:"records_ttl_s"`
+	// KeysGrowth is what the cluster gained in keys; RecordKeys the
+	// records the sale's orders leave (all expiring).
+	KeysGrowth    int64   `json:"redis_keys_growth"`
+	RecordKeys    int64   `json:"record_keys"`
+	BytesPerKey   float64 `json:"bytes_per_key"`
+	RecordsNoTTL  int64   `json:"records_without_ttl"`
+	RecordsTTLSec float64 `json:"records_ttl_s"`
 }
 
 // Target is one goal of the benchmark and whether this run met it.
@@ -257,10 +258,9 @@ func memory(flash *loadgen.RunReport) *Memory {
 		WorkerPeakRSSMB:  flash.Processes["worker"].PeakRSSMB,
 	}
 	if rr := flash.Redis; rr != nil {
-		m.RedisBefore, m.RedisAfter = rr.Before.UsedMemory, rr.After.UsedMemory
-		m.RedisGrowth = rr.After.UsedMemory - rr.Before.UsedMemory
-		m.RecordsBytes, m.BytesPerOrder = rr.ExpectedGrowth, rr.BytesPerOrder
-		m.RecordsNoTTL, m.RecordsTTLSecond = rr.Records.NoTTL, rr.Records.MaxTTLSeconds
+		m.RedisBefore, m.RedisAfter, m.RedisGrowth = rr.Before.UsedMemory, rr.After.UsedMemory, rr.MemoryGrowth
+		m.KeysGrowth, m.RecordKeys, m.BytesPerKey = rr.KeysGrowth, rr.ExpectedKeys, rr.BytesPerKey
+		m.RecordsNoTTL, m.RecordsTTLSec = rr.Records.NoTTL, rr.Records.MaxTTLSeconds
 	}
 	return m
 }

@@ -56,10 +56,10 @@ func WriteTable(w io.Writer, r Results) error {
 		num(r.Raw.RedisEvalshaPerS), num(r.Raw.AMQPConfirmedPublishPerS), num(r.Raw.MySQLBatchInsertPerS),
 		num(r.Raw.HTTPEmptyHandlerPerS))
 	if mem := r.Memory; mem != nil {
-		fmt.Fprintf(w, "\nmemory under the flash sale: gateway peak RSS %.1f MB, worker %.1f MB; Redis used_memory %+.1f MB "+
-			"(the sale's records: %.0f B/order = %.1f MB, expiring within %.0f s; %d without TTL)\n",
-			mem.GatewayPeakRSSMB, mem.WorkerPeakRSSMB, float64(mem.RedisGrowth)/(1<<20), mem.BytesPerOrder,
-			float64(mem.RecordsBytes)/(1<<20), mem.RecordsTTLSecond, mem.RecordsNoTTL)
+		fmt.Fprintf(w, "\nmemory under the flash sale: gateway peak RSS %.1f MB, worker %.1f MB; Redis used_memory %+.1f MB, "+
+			"keys %+d for the sale's %s records (%.0f B per key; records expire within %.0f s, %d sampled without TTL)\n",
+			mem.GatewayPeakRSSMB, mem.WorkerPeakRSSMB, float64(mem.RedisGrowth)/(1<<20), mem.KeysGrowth,
+			num(float64(mem.RecordKeys)), mem.BytesPerKey, mem.RecordsTTLSec, mem.RecordsNoTTL)
 	}
 	fmt.Fprintln(w, "\ntargets:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -2,14 +2,16 @@ package benchreport
 
 // The targets, as ratios measured in the same run.
 const (
-	wantFlashVsNaive       = 10.0
-	wantHalfRateP99Ms      = 5.0
-	wantAcceptedVsPublish  = 0.70
-	wantDrainS             = 2.0
-	wantInvoicedVsInsert   = 0.50
-	wantPeakRSSMB          = 150.0
-	redisGrowthSlackFactor = 1.10
-	redisGrowthSlackBytes  = 1 << 20
+	wantFlashVsNaive      = 10.0
+	wantHalfRateP99Ms     = 5.0
+	wantAcceptedVsPublish = 0.70
+	wantDrainS            = 2.0
+	wantInvoicedVsInsert  = 0.50
+	wantPeakRSSMB         = 150.0
+	// Other tests share the cluster: a little growth beyond the sale's
+	// records is noise, not a leak.
+	redisKeysSlackFactor = 1.05
+	redisKeysSlack       = 1000
 )
 
 func targets(r Results) []Target {
@@ -39,10 +41,10 @@ func targets(r Results) []Target {
 			m.GatewayPeakRSSMB > 0 && m.GatewayPeakRSSMB <= wantPeakRSSMB)
 		add("worker peak RSS under the flash sale", "<= 150 MB", m.WorkerPeakRSSMB, "MB",
 			m.WorkerPeakRSSMB > 0 && m.WorkerPeakRSSMB <= wantPeakRSSMB)
-		if m.RecordsBytes > 0 {
-			growth := ratio(float64(m.RedisGrowth), float64(m.RecordsBytes))
-			add("Redis growth vs the sale's expiring records", "<= 1.1, all with TTL", growth, "x",
-				m.RecordsNoTTL == 0 && float64(m.RedisGrowth) <= float64(m.RecordsBytes)*redisGrowthSlackFactor+redisGrowthSlackBytes)
+		if m.RecordKeys > 0 {
+			growth := ratio(float64(m.KeysGrowth), float64(m.RecordKeys))
+			add("Redis keys after the sale vs its expiring records", "<= 1.05x, all expire", growth, "x",
+				m.RecordsNoTTL == 0 && float64(m.KeysGrowth) <= float64(m.RecordKeys)*redisKeysSlackFactor+redisKeysSlack)
 		}
 	}
 	failed := 0.0

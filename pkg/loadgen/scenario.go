@@ -70,11 +70,16 @@ type RedisReport struct {
 	Before RedisMemory `json:"before"`
 	After  RedisMemory `json:"after"`
 	// Records audits a sample of the orders' idempotency records and
-	// order states; BytesPerOrder is their mean size together, and
-	// ExpectedGrowth that size times the orders sent.
-	Records        RecordAudit `json:"records"`
-	BytesPerOrder  float64     `json:"bytes_per_order"`
-	ExpectedGrowth int64       `json:"expected_growth"`
+	// order states: all must expire.
+	Records RecordAudit `json:"records"`
+	// ExpectedKeys are the records the orders leave: an idempotency record
+	// and an order state per order, a fencing counter per accepted order.
+	// KeysGrowth and MemoryGrowth are what the cluster gained; BytesPerKey
+	// their ratio.
+	ExpectedKeys int64   `json:"expected_keys"`
+	KeysGrowth   int64   `json:"keys_growth"`
+	MemoryGrowth int64   `json:"memory_growth"`
+	BytesPerKey  float64 `json:"bytes_per_key"`
 }
 
 // Run plays the scenario.
@@ -112,7 +117,7 @@ func (s Scenario) Run(ctx context.Context) (RunReport, error) {
 		return rep, err
 	}
 	if s.Redis != nil {
-		if rep.Redis, err = s.auditRedis(ctx, before, rep.Load.Counts.Done); err != nil {
+		if rep.Redis, err = s.auditRedis(ctx, before, rep.Load.Counts); err != nil {
 			return rep, err
 		}
 	}
@@ -205,7 +210,8 @@ func (s Scenario) readProcesses() map[string]ProcMemory {
 // auditSample bounds the records audited after a run.
 const auditSample = 500
 
-func (s Scenario) auditRedis(ctx context.Context, before RedisMemory, sent int64) (*RedisReport, error) {
+func (s Scenario) auditRedis(ctx context.Context, before RedisMemory, c Counts) (*RedisReport, error) {
+	sent := c.Done
 	select {
 	case <-time.After(s.RedisSettle):
 	case <-ctx.Done():
@@ -230,15 +236,23 @@ func (s Scenario) auditRedis(ctx context.Context, before RedisMemory, sent int64
 	if err != nil {
 		return nil, err
 	}
-	audit := RecordAudit{
-		Checked:       idem.Checked + state.Checked,
-		Missing:       idem.Missing + state.Missing,
-		NoTTL:         idem.NoTTL + state.NoTTL,
-		MaxTTLSeconds: max(idem.MaxTTLSeconds, state.MaxTTLSeconds),
+	rep := &RedisReport{
+		Before: before, After: after,
+		Records: RecordAudit{
+			Checked:       idem.Checked + state.Checked,
+			Missing:       idem.Missing + state.Missing,
+			NoTTL:         idem.NoTTL + state.NoTTL,
+			MaxTTLSeconds: max(idem.MaxTTLSeconds, state.MaxTTLSeconds),
+			AvgBytes:      round3((idem.AvgBytes + state.AvgBytes) / 2),
+		},
+		ExpectedKeys: 2*sent + c.Of(http.StatusAccepted),
+		KeysGrowth:   after.Keys - before.Keys,
+		MemoryGrowth: after.UsedMemory - before.UsedMemory,
 	}
-	perOrder := round3(idem.AvgBytes + state.AvgBytes)
-	return &RedisReport{Before: before, After: after, Records: audit, BytesPerOrder: perOrder,
-		ExpectedGrowth: int64(perOrder * float64(sent))}, nil
+	if rep.KeysGrowth > 0 {
+		rep.BytesPerKey = round3(float64(rep.MemoryGrowth) / float64(rep.KeysGrowth))
+	}
+	return rep, nil
 }
 
 // String summarises a report in one line per fact, for terminals.
@@ -269,9 +283,8 @@ func (r RunReport) String() string {
 		s += fmt.Sprintf("  %s peak RSS %.1f MB\n", name, m.PeakRSSMB)
 	}
 	if rr := r.Redis; rr != nil {
-		s += fmt.Sprintf("  redis used_memory %d -> %d (+%d; %d orders x %.0f B of records = %d expected), records without TTL: %d\n",
-			rr.Before.UsedMemory, rr.After.UsedMemory, rr.After.UsedMemory-rr.Before.UsedMemory,
-			l.Counts.Done, rr.BytesPerOrder, rr.ExpectedGrowth, rr.Records.NoTTL)
+		s += fmt.Sprintf("  redis: used_memory %+d B, keys %+d (the orders' records: %d, %.0f B each), sampled records without TTL: %d of %d\n",
+			rr.MemoryGrowth, rr.KeysGrowth, rr.ExpectedKeys, rr.BytesPerKey, rr.Records.NoTTL, rr.Records.Checked)
 	}
 	return s
 }

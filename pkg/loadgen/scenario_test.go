@@ -1,0 +1,64 @@
+package loadgen_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"surge/internal/testenv"
+	"surge/pkg/loadgen"
+	"surge/pkg/naivesql"
+	"surge/pkg/store"
+)
+
+// A whole scenario against the naive SQL server: stock loaded, orders
+// sent, invoices waited for and checked, series sampled, memory read.
+func TestScenarioAgainstTheNaiveServer(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, testenv.MySQLDSN(t), store.Options{MaxOpenConns: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rdb := testenv.Redis(t)
+	srv := httptest.NewServer((&naivesql.Server{DB: db.DB().DB, Log: slog.Default()}).Handler())
+	t.Cleanup(srv.Close)
+	sc := loadgen.Scenario{
+		Label:       "naive",
+		Options:     loadgen.Options{Concurrency: 8, Requests: 200},
+		Orders:      &loadgen.Orders{Client: loadgen.NewOrderClient(8), BaseURL: srv.URL, SKU: "sc", RunID: testenv.Unique("sc")},
+		Stock:       25,
+		StockAPI:    loadgen.StockAPI{Client: loadgen.NewHTTPClient(2), BaseURL: srv.URL},
+		Ledger:      &loadgen.Ledger{DB: db.DB().DB},
+		Check:       true,
+		SampleEvery: 10 * time.Millisecond,
+		Processes:   map[string]int{"self": os.Getpid()},
+		Redis:       rdb,
+	}
+	rep, err := sc.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Check == nil || !rep.Check.OK || rep.Check.Accepted != 25 || rep.Check.Books.Invoices != 25 {
+		t.Fatalf("check %+v: want 25 of 200 orders sold and invoiced", rep.Check)
+	}
+	if rep.DrainSeconds == nil || *rep.DrainSeconds < 0 {
+		t.Fatalf("drain %v: the naive server writes invoices before it answers", rep.DrainSeconds)
+	}
+	if len(rep.Series) < 2 || rep.Series[len(rep.Series)-1].Probes["invoiced"] != 25 {
+		t.Fatalf("series %+v: want samples ending with 25 invoiced", rep.Series)
+	}
+	if rep.Processes["self"].PeakRSSMB <= 0 {
+		t.Fatalf("processes %+v: want this process's peak RSS", rep.Processes)
+	}
+	// The naive path leaves no records in Redis.
+	if r := rep.Redis; r == nil || r.Records.Checked == 0 || r.Records.Missing != r.Records.Checked || r.ExpectedKeys != 425 {
+		t.Fatalf("redis report %+v: want every sampled record missing, 2 x 200 + 25 expected keys", rep.Redis)
+	}
+}
