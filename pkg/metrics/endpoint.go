@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Endpoint serves GET /metrics on its own listener, for programs without an
@@ -16,15 +18,18 @@ type Endpoint struct {
 	srv *http.Server
 }
 
-// Listen opens addr ("127.0.0.1:9101", ":0") so that a port already taken
-// fails at start-up rather than later.
-func Listen(addr string) (*Endpoint, error) {
+// Listen opens addr ("127.0.0.1:9101", ":0") for Registry, so that a port
+// already taken fails at start-up rather than later.
+func Listen(addr string) (*Endpoint, error) { return ListenFor(addr, Registry) }
+
+// ListenFor opens addr for the metrics of g.
+func ListenFor(addr string, g prometheus.Gatherer) (*Endpoint, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen for metrics on %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", Handler())
+	mux.Handle("GET /metrics", HandlerFor(g))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))

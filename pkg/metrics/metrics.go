@@ -30,9 +30,12 @@ var Registry = prometheus.NewRegistry()
 
 // Handler serves Registry in the Prometheus exposition format. Mount it on
 // GET /metrics.
-func Handler() http.Handler {
-	return promhttp.HandlerFor(Registry, promhttp.HandlerOpts{
-		Registry:            Registry,
+func Handler() http.Handler { return HandlerFor(Registry) }
+
+// HandlerFor serves g: the exporter serves a registry of its own, so its
+// scrape holds the cluster and the queues only.
+func HandlerFor(g prometheus.Gatherer) http.Handler {
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 4,
 		Timeout:             10 * time.Second,

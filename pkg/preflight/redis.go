@@ -366,6 +366,7 @@ func checkMinReplicas(f RedisFacts) Result {
 		return "", ""
 	})
 	if len(unset) > 0 {
+		sort.Strings(unset)
 		return Result{Item: ItemMinReplicas, Status: Warn,
 			Detail: "min-replicas-to-write 0 on " + strings.Join(unset, ",") + ": a master acknowledges writes no replica has, which a failover then loses (the reconciler repairs them; MySQL never oversells)",
 			Fix:    "consider CONFIG SET min-replicas-to-write 1 and min-replicas-max-lag 10: a master then refuses writes (503, retried) while its replica is away"}
