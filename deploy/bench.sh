@@ -104,6 +104,7 @@ bin/gateway migrate
 
 log "raw ceilings (${RAW_S}s each)"
 bin/loadgen raw redis -d "${RAW_S}s" -json "$DIR/raw-redis.json"
+bin/loadgen raw redis -d "${RAW_S}s" -pipeline 50 -c 8 -json "$DIR/raw-redis-pipelined.json"
 bin/loadgen raw amqp -d "${RAW_S}s" -json "$DIR/raw-amqp.json"
 bin/loadgen raw mysql -d "${RAW_S}s" -json "$DIR/raw-mysql.json"
 bin/loadgen raw http -d "${RAW_S}s" -c "$C" -json "$DIR/raw-http.json"

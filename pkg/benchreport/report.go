@@ -23,6 +23,7 @@ const (
 	FileFlashHalf = "flash-half.json"
 	FileSustained = "sustained.json"
 	FileRawRedis  = "raw-redis.json"
+	FileRawRedisP = "raw-redis-pipelined.json"
 	FileRawAMQP   = "raw-amqp.json"
 	FileRawMySQL  = "raw-mysql.json"
 	FileRawHTTP   = "raw-http.json"
@@ -31,8 +32,8 @@ const (
 
 // Parts are the raw measurements of one run; a missing part is nil.
 type Parts struct {
-	Naive, Flash, FlashHalf, Sustained   *loadgen.RunReport
-	RawRedis, RawAMQP, RawMySQL, RawHTTP *ceiling.Result
+	Naive, Flash, FlashHalf, Sustained                      *loadgen.RunReport
+	RawRedis, RawRedisPipelined, RawAMQP, RawMySQL, RawHTTP *ceiling.Result
 	// Versions are lines naming the engines' versions.
 	Versions []string
 }
@@ -45,7 +46,7 @@ func ReadParts(dir string) (Parts, error) {
 		dst  any
 	}{
 		{FileNaive, &p.Naive}, {FileFlash, &p.Flash}, {FileFlashHalf, &p.FlashHalf}, {FileSustained, &p.Sustained},
-		{FileRawRedis, &p.RawRedis}, {FileRawAMQP, &p.RawAMQP}, {FileRawMySQL, &p.RawMySQL}, {FileRawHTTP, &p.RawHTTP},
+		{FileRawRedis, &p.RawRedis}, {FileRawRedisP, &p.RawRedisPipelined}, {FileRawAMQP, &p.RawAMQP}, {FileRawMySQL, &p.RawMySQL}, {FileRawHTTP, &p.RawHTTP},
 	} {
 		raw, err := os.ReadFile(filepath.Join(dir, f.name))
 		if errors.Is(err, os.ErrNotExist) {
@@ -107,9 +108,12 @@ type Rate struct {
 
 // Raw are the engines' ceilings.
 type Raw struct {
-	RedisEvalshaPerS         float64 `json:"redis_evalsha_per_s"`
-	AMQPConfirmedPublishPerS float64 `json:"amqp_confirmed_publish_per_s"`
-	MySQLBatchInsertPerS     float64 `json:"mysql_batch_insert_per_s"`
+	RedisEvalshaPerS float64 `json:"redis_evalsha_per_s"`
+	// RedisEvalshaPipelinedPerS is the same script pipelined: the engine's
+	// own ceiling, beyond what one caller per round trip reaches.
+	RedisEvalshaPipelinedPerS float64 `json:"redis_evalsha_pipelined_per_s"`
+	AMQPConfirmedPublishPerS  float64 `json:"amqp_confirmed_publish_per_s"`
+	MySQLBatchInsertPerS      float64 `json:"mysql_batch_insert_per_s"`
 	// HTTPEmptyHandlerPerS is the generator against a handler that does
 	// nothing: what the machine's HTTP stack allows before any engine.
 	HTTPEmptyHandlerPerS float64  `json:"http_empty_handler_per_s"`
@@ -173,7 +177,7 @@ func Build(p Parts, m Machine) Results {
 		res *ceiling.Result
 		dst *float64
 	}{
-		{p.RawRedis, &r.Raw.RedisEvalshaPerS}, {p.RawAMQP, &r.Raw.AMQPConfirmedPublishPerS},
+		{p.RawRedis, &r.Raw.RedisEvalshaPerS}, {p.RawRedisPipelined, &r.Raw.RedisEvalshaPipelinedPerS}, {p.RawAMQP, &r.Raw.AMQPConfirmedPublishPerS},
 		{p.RawMySQL, &r.Raw.MySQLBatchInsertPerS}, {p.RawHTTP, &r.Raw.HTTPEmptyHandlerPerS},
 	} {
 		if c.res != nil {

@@ -50,10 +50,10 @@ func WriteTable(w io.Writer, r Results) error {
 		fmt.Fprintf(w, "\nsustained: %s accepted/s, %s invoices/s, max queue depth %s, drained %s after the load\n",
 			num(s.AcceptedPerS), num(s.InvoicedPerS), num(float64(s.MaxQueueDepth)), drain)
 	}
-	fmt.Fprintf(w, "\nraw ceilings on this machine:\n  reserve.lua by EVALSHA on one SKU   %s/s\n"+
+	fmt.Fprintf(w, "\nraw ceilings on this machine:\n  reserve.lua by EVALSHA on one SKU   %s/s (pipelined: %s/s)\n"+
 		"  confirmed persistent publishes      %s/s\n  batched invoice inserts             %s rows/s\n"+
 		"  HTTP to an empty handler            %s req/s\n",
-		num(r.Raw.RedisEvalshaPerS), num(r.Raw.AMQPConfirmedPublishPerS), num(r.Raw.MySQLBatchInsertPerS),
+		num(r.Raw.RedisEvalshaPerS), num(r.Raw.RedisEvalshaPipelinedPerS), num(r.Raw.AMQPConfirmedPublishPerS), num(r.Raw.MySQLBatchInsertPerS),
 		num(r.Raw.HTTPEmptyHandlerPerS))
 	if mem := r.Memory; mem != nil {
 		fmt.Fprintf(w, "\nmemory under the flash sale: gateway peak RSS %.1f MB, worker %.1f MB; Redis used_memory %+.1f MB, "+

@@ -32,6 +32,19 @@ func TestRedisEvalshaReservesAndCleansUp(t *testing.T) {
 	}
 }
 
+func TestRedisEvalshaPipelined(t *testing.T) {
+	rdb := testenv.Redis(t)
+	sku := testenv.Unique("ceiling-")
+	testenv.CleanupSKU(t, rdb, sku)
+	res, err := RedisEvalsha(context.Background(), rdb, RedisOptions{SKU: sku, Workers: 2, Pipeline: 10, Duration: short, StateTTL: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ops == 0 || res.Ops%10 != 0 || res.Name != "redis_evalsha_pipelined" {
+		t.Fatalf("result %+v: want whole pipelines of 10 counted", res)
+	}
+}
+
 func TestAMQPConfirmedPublishesAndDeletesItsQueue(t *testing.T) {
 	url := testenv.AMQPURL(t)
 	q := testenv.Unique("ceiling.")

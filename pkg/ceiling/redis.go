@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"surge/lua"
 	"surge/pkg/keys"
 	"surge/pkg/order"
 	"surge/pkg/stock"
@@ -26,6 +27,9 @@ type RedisOptions struct {
 	// StateTTL is the lifetime of the per-order state each reservation
 	// leaves. Default 1m, so a benchmark does not fill the cluster.
 	StateTTL time.Duration
+	// Pipeline > 1 sends that many EVALSHAs per round trip: the engine's
+	// ceiling rather than one caller's. Default 1 (no pipelining).
+	Pipeline int
 }
 
 // RedisEvalsha measures the reserve script by EVALSHA on one SKU, each call
@@ -51,6 +55,9 @@ func RedisEvalsha(ctx context.Context, rdb *redis.ClusterClient, opts RedisOptio
 		defer cancel()
 		rdb.Del(cctx, keys.Avail(opts.SKU), keys.Resv(opts.SKU), keys.Sold(opts.SKU), keys.Stock(opts.SKU))
 	}()
+	if opts.Pipeline > 1 {
+		return redisPipelined(ctx, rdb, opts)
+	}
 	res, err := drive(ctx, "redis_evalsha", opts.Workers, opts.Duration, func(ctx context.Context, w int, i int64) (int, error) {
 		id := "c" + strconv.Itoa(w) + "-" + strconv.FormatInt(i, 10)
 		if _, err := st.Reserve(ctx, order.Order{ID: id, SKU: opts.SKU, Qty: 1, CustomerID: "ceiling"}); err != nil {
@@ -59,6 +66,27 @@ func RedisEvalsha(ctx context.Context, rdb *redis.ClusterClient, opts RedisOptio
 		return 1, nil
 	})
 	res.Setup = fmt.Sprintf("reserve.lua by EVALSHA, one SKU, %d callers, no pipelining", opts.Workers)
+	return res, err
+}
+
+// redisPipelined sends the reserve script in pipelines of opts.Pipeline.
+func redisPipelined(ctx context.Context, rdb *redis.ClusterClient, opts RedisOptions) (Result, error) {
+	ks := []string{keys.Avail(opts.SKU), keys.Resv(opts.SKU), ""}
+	ttl := strconv.FormatInt(int64(opts.StateTTL/time.Second), 10)
+	res, err := drive(ctx, "redis_evalsha_pipelined", opts.Workers, opts.Duration, func(ctx context.Context, w int, i int64) (int, error) {
+		pipe := rdb.Pipeline()
+		now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+		for j := range opts.Pipeline {
+			id := "p" + strconv.Itoa(w) + "-" + strconv.FormatInt(i, 10) + "-" + strconv.Itoa(j)
+			ks := append(ks[:2:2], keys.OrderState(opts.SKU, id))
+			pipe.EvalSha(ctx, lua.Reserve.Hash(), ks, id, 1, now, ttl)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return 0, fmt.Errorf("pipelined reserve: %w", err)
+		}
+		return opts.Pipeline, nil
+	})
+	res.Setup = fmt.Sprintf("reserve.lua by EVALSHA, one SKU, %d callers, pipelines of %d", opts.Workers, opts.Pipeline)
 	return res, err
 }
 

@@ -26,6 +26,7 @@ func raw(ctx context.Context, cfg loadgenConfig, args []string, stdout io.Writer
 	workers := fs.Int("c", 0, "callers (redis, default 64), channels (amqp, default 8), connections (mysql, default 4), concurrency (http, default 256)")
 	window := fs.Int("window", 0, "amqp: confirms in flight per channel (default 128)")
 	batch := fs.Int("batch", 0, "mysql: rows per INSERT (default 500)")
+	pipeline := fs.Int("pipeline", 0, "redis: EVALSHAs per round trip (default 1: none)")
 	jsonOut := fs.String("json", "", "write the result as JSON to this file ('-': stdout)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -37,7 +38,7 @@ func raw(ctx context.Context, cfg loadgenConfig, args []string, stdout io.Writer
 	case "redis":
 		rdb := cluster.New(cfg.Redis.Options())
 		defer rdb.Close()
-		res, err = ceiling.RedisEvalsha(ctx, rdb.ClusterClient, ceiling.RedisOptions{SKU: name, Workers: *workers, Duration: *d})
+		res, err = ceiling.RedisEvalsha(ctx, rdb.ClusterClient, ceiling.RedisOptions{SKU: name, Workers: *workers, Duration: *d, Pipeline: *pipeline})
 	case "amqp":
 		res, err = ceiling.AMQPConfirmed(ctx, cfg.AMQP.URL, ceiling.AMQPOptions{
 			Queue: "surge." + name, Channels: *workers, Window: *window, Duration: *d})
