@@ -90,6 +90,7 @@ json_number() { sed -n "s/.*\"$2\": \([0-9.]*\).*/\1/p" "$1" | head -n 1; }
 
 rm -rf "$DIR"
 mkdir -p "$DIR/log" "$DIR/pprof"
+cat /proc/loadavg >"$DIR/loadavg-before.txt" 2>/dev/null || true
 log "building"
 make --no-print-directory build >/dev/null
 {

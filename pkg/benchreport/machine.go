@@ -17,6 +17,11 @@ type Machine struct {
 	GoVersion string   `json:"go_version"`
 	At        string   `json:"at"`
 	Versions  []string `json:"versions,omitempty"`
+	// LoadAvg is /proc/loadavg when the report was written: the run's
+	// own load plus whatever else this machine was doing.
+	LoadAvg string `json:"load_avg,omitempty"`
+	// LoadBefore is the load average before the run started.
+	LoadBefore string `json:"load_avg_before,omitempty"`
 }
 
 // ReadMachine describes this machine (Linux /proc; blanks elsewhere).
@@ -28,6 +33,9 @@ func ReadMachine(now time.Time) Machine {
 	if raw, err := os.ReadFile("/proc/meminfo"); err == nil {
 		kb, _ := strconv.ParseInt(strings.TrimSuffix(field(string(raw), "MemTotal"), " kB"), 10, 64)
 		m.MemoryMB = kb / 1024
+	}
+	if raw, err := os.ReadFile("/proc/loadavg"); err == nil {
+		m.LoadAvg = loadAvg(string(raw))
 	}
 	if raw, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(raw))
@@ -54,4 +62,10 @@ func nonEmptyLines(s string) []string {
 		}
 	}
 	return out
+}
+
+// loadAvg keeps the three averages of a /proc/loadavg line.
+func loadAvg(line string) string {
+	f := strings.Fields(line)
+	return strings.Join(f[:min(3, len(f))], " ")
 }

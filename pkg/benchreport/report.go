@@ -28,6 +28,7 @@ const (
 	FileRawMySQL  = "raw-mysql.json"
 	FileRawHTTP   = "raw-http.json"
 	FileVersions  = "versions.txt"
+	FileLoad      = "loadavg-before.txt"
 )
 
 // Parts are the raw measurements of one run; a missing part is nil.
@@ -36,6 +37,8 @@ type Parts struct {
 	RawRedis, RawRedisPipelined, RawAMQP, RawMySQL, RawHTTP *ceiling.Result
 	// Versions are lines naming the engines' versions.
 	Versions []string
+	// LoadBefore is /proc/loadavg as it was before the run.
+	LoadBefore string
 }
 
 // ReadParts reads the parts found in dir.
@@ -61,6 +64,9 @@ func ReadParts(dir string) (Parts, error) {
 	}
 	if raw, err := os.ReadFile(filepath.Join(dir, FileVersions)); err == nil {
 		p.Versions = nonEmptyLines(string(raw))
+	}
+	if raw, err := os.ReadFile(filepath.Join(dir, FileLoad)); err == nil {
+		p.LoadBefore = loadAvg(string(raw))
 	}
 	return p, nil
 }
@@ -169,6 +175,7 @@ type Ratios struct {
 func Build(p Parts, m Machine) Results {
 	r := Results{Machine: m}
 	r.Machine.Versions = p.Versions
+	r.Machine.LoadBefore = p.LoadBefore
 	r.NaiveSQL = scenario(p.Naive)
 	r.FlashSale = scenario(p.Flash)
 	r.FlashSaleHalfRate = scenario(p.FlashHalf)

@@ -17,6 +17,9 @@ func WriteTable(w io.Writer, r Results) error {
 	for _, v := range m.Versions {
 		fmt.Fprintf(w, "  %s\n", v)
 	}
+	if m.LoadBefore != "" || m.LoadAvg != "" {
+		fmt.Fprintf(w, "  load average before the run %s, at its end %s (the machine is shared)\n", m.LoadBefore, m.LoadAvg)
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(tw, "scenario\t req/s\t p50 ms\t p90 ms\t p99 ms\t p99.9 ms\t accepted\t sold out\t other\t invoiced\t check\t")
 	row := func(name string, s *Scenario) {
