@@ -106,11 +106,15 @@ test: engines users
 test-chaos: engines
 	@$(MAKE) --no-print-directory chaos
 
-# chaos runs the chaos-tagged packages against engines that are already up.
+# chaos runs the chaos-tagged packages against engines that are already up, one package at a
+# time (-p 1: each breaks an engine, e.g. pauses MariaDB, that the others use) and verbosely,
+# so their measurements (how long each failover kept the gateway unavailable) are printed.
+# test/chaos starts its own Redis Cluster on free ports from 7100, never touching 7000-7005.
+CHAOS_FLAGS ?= -p 1 -v
 chaos:
 	@if [ -z "$(CHAOS_PKGS)" ]; then echo "test-chaos: no tests behind the chaos build tag yet"; \
-	else echo "$(GO) test -tags chaos -count=1 -timeout $(CHAOS_TIMEOUT) $(CHAOS_PKGS)"; \
-		$(GO) test -tags chaos -count=1 -timeout $(CHAOS_TIMEOUT) $(CHAOS_PKGS); fi
+	else echo "$(GO) test -tags chaos -count=1 $(CHAOS_FLAGS) -timeout $(CHAOS_TIMEOUT) $(CHAOS_PKGS)"; \
+		$(GO) test -tags chaos -count=1 $(CHAOS_FLAGS) -timeout $(CHAOS_TIMEOUT) $(CHAOS_PKGS); fi
 
 bench: engines build
 	deploy/bench.sh

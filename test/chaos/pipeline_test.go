@@ -1,0 +1,211 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"surge/internal/testenv"
+	"surge/pkg/app"
+	"surge/pkg/cluster"
+	"surge/pkg/config"
+	"surge/pkg/reconcile"
+	"surge/pkg/stock"
+	"surge/pkg/store"
+)
+
+const adminToken = "chaos-token"
+
+// pipeline is a gateway and a worker pool on the private cluster, with
+// their own exchange, queues and database, plus the clients the checks
+// use.
+type pipeline struct {
+	t     *testing.T
+	url   string
+	cfg   config.Common
+	db    *store.Store
+	redis *cluster.Client
+	stock *stock.Stock
+}
+
+func logger() *slog.Logger {
+	if os.Getenv("SURGE_CHAOS_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func startPipeline(t *testing.T) *pipeline {
+	t.Helper()
+	var c config.Common
+	if err := config.Load(&c); err != nil {
+		t.Fatal(err)
+	}
+	c.Redis.Addrs, c.Redis.Password = priv.addrs(), priv.password
+	c.AMQP.URL = testenv.AMQPURL(t)
+	name := testenv.Unique("chaos.orders.")
+	c.AMQP.Exchange, c.AMQP.Queue, c.AMQP.DeadQueue = name, name+".created", name+".dead"
+	// The tiers outlast a failover (about 7s here), so no order is parked.
+	c.AMQP.RetryDelays = []time.Duration{time.Second, 3 * time.Second, 10 * time.Second}
+	c.MySQL.DSN = testenv.MySQLDSN(t)
+	if err := app.Migrate(context.Background(), c.MySQL.DSN, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteTopology(c) })
+	p := &pipeline{t: t, cfg: c}
+	p.url = startGateway(t, c)
+	startWorker(t, c)
+	var err error
+	if p.db, err = store.Open(context.Background(), c.MySQL.DSN, store.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.db.Close() })
+	p.redis = newClusterClient(t)
+	p.stock = stock.New(p.redis, stock.Options{})
+	return p
+}
+
+func newClusterClient(t *testing.T) *cluster.Client {
+	c := cluster.New(cluster.Options{Addrs: priv.addrs(), Password: priv.password})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func startGateway(t *testing.T, c config.Common) string {
+	t.Helper()
+	var cfg app.GatewayConfig
+	if err := config.Load(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Common, cfg.AdminToken = c, adminToken
+	ctx, cancel := context.WithCancel(context.Background())
+	g, err := app.NewGateway(ctx, cfg, logger())
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("gateway run: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+func startWorker(t *testing.T, c config.Common) {
+	t.Helper()
+	var cfg app.WorkerConfig
+	if err := config.Load(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Common, cfg.MetricsAddr = c, ""
+	cfg.Prefetch, cfg.Concurrency = 64, 16
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := app.NewWorker(ctx, cfg, logger())
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	t.Cleanup(func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("worker run: %v", err)
+			}
+		})
+	})
+}
+
+func deleteTopology(c config.Common) {
+	conn, err := amqp.Dial(c.AMQP.URL)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return
+	}
+	topo := c.AMQP.Topology()
+	for _, q := range append([]string{topo.Queue, topo.DeadQueue}, topo.RetryQueues()...) {
+		_, _ = ch.QueueDelete(q, false, false, false)
+	}
+	for _, x := range []string{topo.Exchange, topo.DeadExchange, topo.RetryExchange} {
+		_ = ch.ExchangeDelete(x, false, false)
+	}
+}
+
+// loadStock creates the product with n units through the admin API, as
+// operations would before a sale.
+func (p *pipeline) loadStock(sku string, n int) {
+	p.t.Helper()
+	body := fmt.Sprintf(`{"stock":%d,"name":"Chaos item","price_cents":500}`, n)
+	req, _ := http.NewRequest(http.MethodPut, p.url+"/v1/admin/stock/"+sku, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		p.t.Fatalf("load stock: %d %s", resp.StatusCode, b)
+	}
+}
+
+// slot is the cluster slot of sku's keys.
+func (p *pipeline) slot(sku string) int {
+	p.t.Helper()
+	s, err := p.redis.ClusterKeySlot(context.Background(), "{sku:"+sku+"}").Result()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return int(s)
+}
+
+// reconciler is a reconciler on the private cluster and the test's
+// database, with a short grace period: the sale is over and drained when
+// it runs, so an open reservation with no MySQL order is a dead one.
+func (p *pipeline) reconciler() *reconcile.Reconciler {
+	return reconcile.New(p.redis.ClusterClient, reconcile.StoreLedger{Store: p.db},
+		reconcile.Options{Grace: 2 * time.Second, Log: logger()})
+}
+
+// waitFor polls cond until it holds, failing the test after timeout.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
