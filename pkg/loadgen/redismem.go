@@ -43,6 +43,25 @@ func ReadRedisMemory(ctx context.Context, rdb *redis.ClusterClient) (RedisMemory
 	return RedisMemory{UsedMemory: used.Load(), Keys: keys.Load()}, nil
 }
 
+// ReclaimExpired walks each master's keyspace once with SCAN, which makes
+// Redis delete the keys it finds expired. Expired keys are otherwise
+// reclaimed lazily (on access, or by sampling), and a memory reading would
+// count short-lived keys that are already gone for every client.
+func ReclaimExpired(ctx context.Context, rdb *redis.ClusterClient) error {
+	return rdb.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		var cursor uint64
+		for {
+			_, next, err := n.Scan(ctx, cursor, "", 1000).Result()
+			if err != nil {
+				return fmt.Errorf("scan %s: %w", n.Options().Addr, err)
+			}
+			if cursor = next; cursor == 0 {
+				return nil
+			}
+		}
+	})
+}
+
 func infoField(info, name string) (int64, error) {
 	for line := range strings.SplitSeq(info, "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")

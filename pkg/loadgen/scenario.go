@@ -40,7 +40,8 @@ type Scenario struct {
 	// Processes maps a name to a pid whose peak RSS is read after the load.
 	Processes map[string]int
 	// Redis, when set, measures used_memory before and after the run and
-	// audits a sample of the records the orders left.
+	// audits a sample of the records the orders left. Each reading first
+	// has Redis reclaim the keys that have expired (ReclaimExpired).
 	Redis *redis.ClusterClient
 	// RedisSettle is waited before used_memory is read after the run, so
 	// that short-lived keys (rate-limit budgets) have expired. Default 0.
@@ -88,7 +89,7 @@ func (s Scenario) Run(ctx context.Context) (RunReport, error) {
 	var before RedisMemory
 	if s.Redis != nil {
 		var err error
-		if before, err = ReadRedisMemory(ctx, s.Redis); err != nil {
+		if before, err = readReclaimed(ctx, s.Redis); err != nil {
 			return rep, err
 		}
 	}
@@ -207,6 +208,13 @@ func (s Scenario) readProcesses() map[string]ProcMemory {
 	return out
 }
 
+func readReclaimed(ctx context.Context, rdb *redis.ClusterClient) (RedisMemory, error) {
+	if err := ReclaimExpired(ctx, rdb); err != nil {
+		return RedisMemory{}, err
+	}
+	return ReadRedisMemory(ctx, rdb)
+}
+
 // auditSample bounds the records audited after a run.
 const auditSample = 500
 
@@ -217,7 +225,7 @@ func (s Scenario) auditRedis(ctx context.Context, before RedisMemory, c Counts) 
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	after, err := ReadRedisMemory(ctx, s.Redis)
+	after, err := readReclaimed(ctx, s.Redis)
 	if err != nil {
 		return nil, err
 	}

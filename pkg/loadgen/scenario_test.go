@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -60,5 +61,42 @@ func TestScenarioAgainstTheNaiveServer(t *testing.T) {
 	// The naive path leaves no records in Redis.
 	if r := rep.Redis; r == nil || r.Records.Checked == 0 || r.Records.Missing != r.Records.Checked || r.ExpectedKeys != 425 {
 		t.Fatalf("redis report %+v: want every sampled record missing, 2 x 200 + 25 expected keys", rep.Redis)
+	}
+}
+
+func TestReclaimExpiredDropsExpiredKeys(t *testing.T) {
+	ctx := context.Background()
+	rdb := testenv.Redis(t)
+	tag := "{" + testenv.Unique("reclaim-") + "}:"
+	const n = 200
+	pipe := rdb.Pipeline()
+	for i := range n {
+		pipe.Set(ctx, tag+strconv.Itoa(i), "x", time.Millisecond)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	slot, err := rdb.ClusterKeySlot(ctx, tag).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	// CLUSTER COUNTKEYSINSLOT counts keys held in memory, expired or not.
+	before, err := rdb.ClusterCountKeysInSlot(ctx, int(slot)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before < n {
+		t.Skipf("Redis reclaimed the keys on its own first (%d left in the slot)", before)
+	}
+	if err := loadgen.ReclaimExpired(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	after, err := rdb.ClusterCountKeysInSlot(ctx, int(slot)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after > before-n {
+		t.Fatalf("slot holds %d keys after ReclaimExpired, %d before: want the %d expired ones gone", after, before, n)
 	}
 }
