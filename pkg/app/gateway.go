@@ -40,6 +40,14 @@ type GatewayConfig struct {
 	// RateLimit limits POST /v1/orders per customer and per client IP:
 	// SURGE_RATE_LIMIT_* (see ratelimit.Config for the defaults).
 	RateLimit ratelimit.Config `envconfig:"RATE_LIMIT"`
+	// ReserveWaitReplicas makes each new reservation wait until that many
+	// replicas acknowledged it (Redis WAIT), so a failover is less likely
+	// to lose it: SURGE_RESERVE_WAIT_REPLICAS, default 0 (off). See
+	// stock.Options.WaitReplicas for the cost and what a timeout does.
+	ReserveWaitReplicas int `envconfig:"RESERVE_WAIT_REPLICAS" default:"0"`
+	// ReserveWaitTimeout bounds that wait: SURGE_RESERVE_WAIT_TIMEOUT,
+	// default 50ms.
+	ReserveWaitTimeout time.Duration `envconfig:"RESERVE_WAIT_TIMEOUT" default:"50ms"`
 }
 
 // Gateway is the running gateway.
@@ -67,7 +75,8 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 		eng.close()
 		return nil, fmt.Errorf("publisher: %w", err)
 	}
-	st := stock.New(eng.redis, stock.Options{StateTTL: cfg.IdempotencyTTL})
+	st := stock.New(eng.redis, stock.Options{StateTTL: cfg.IdempotencyTTL,
+		WaitReplicas: cfg.ReserveWaitReplicas, WaitTimeout: cfg.ReserveWaitTimeout})
 	records := idem.New(eng.redis, cfg.IdempotencyTTL)
 	prods := newProducts(eng.redis, eng.db, cfg.ProductTTL, log)
 	api := &httpapi.Server{

@@ -35,11 +35,23 @@ type Options struct {
 	StateTTL time.Duration
 	// Now returns the current time. Default time.Now.
 	Now func() time.Time
+	// WaitReplicas, when above 0, makes Reserve wait until that many
+	// replicas acknowledged a new reservation (WAIT on the connection that
+	// ran the script), which narrows the window in which a failover can
+	// lose it. A reservation not acknowledged within WaitTimeout is
+	// released and Reserve fails wrapping order.ErrUnavailable. Needs a
+	// cluster client. Default 0: off.
+	WaitReplicas int
+	// WaitTimeout bounds that wait. Default 50ms.
+	WaitTimeout time.Duration
 }
 
 func (o *Options) setDefaults() {
 	if o.StateTTL <= 0 {
 		o.StateTTL = 24 * time.Hour
+	}
+	if o.WaitTimeout <= 0 {
+		o.WaitTimeout = 50 * time.Millisecond
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -89,7 +101,7 @@ type Reservation struct {
 func (s *Stock) Reserve(ctx context.Context, o order.Order) (Reservation, error) {
 	ks := []string{keys.Avail(o.SKU), keys.Resv(o.SKU), keys.OrderState(o.SKU, o.ID)}
 	now := strconv.FormatInt(s.opts.Now().UnixMilli(), 10)
-	res, err := lua.Reserve.Run(ctx, s.rdb, ks, o.ID, o.Qty, now, s.ttl).Int64Slice()
+	res, err := s.runReserve(ctx, o, ks, o.ID, o.Qty, now, s.ttl)
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve sku=%s order=%s: %w", o.SKU, o.ID, err)
 	}
