@@ -54,7 +54,7 @@ func WriteLatencySVG(w io.Writer, p Parts) error {
 	fmtMs := func(v float64) string { return fmt.Sprintf("%g", v) }
 	c := Chart{
 		Title: "Order latency by percentile (lower is better)",
-		X: Axis{Label: "percentile", Min: 0, Max: maxNines, Ticks: []Tick{
+		X: Axis{Label: "percentile (right edge: the slowest request)", Min: 0, Max: maxNines, Ticks: []Tick{
 			{0, "0%"}, {1, "90%"}, {2, "99%"}, {3, "99.9%"}, {4, "99.99%"}, {5, "99.999%"}}},
 		Y:      Axis{Label: "latency (ms, log scale)", Min: lo, Max: hi, Log: true, Ticks: logTicks(lo, hi, fmtMs)},
 		Series: series,

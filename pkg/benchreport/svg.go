@@ -54,6 +54,7 @@ const (
 	marginRight  = 20.0
 	marginTop    = 30.0
 	marginBottom = 45.0
+	legendWidth  = 330.0
 )
 
 // WriteSVG draws the charts stacked vertically, each width x panelHeight
@@ -101,10 +102,16 @@ func (c Chart) draw(b *strings.Builder, x0, y0, width, height float64) {
 			pts[j] = fmt.Sprintf("%.1f,%.1f", px(p[0]), py(p[1]))
 		}
 		fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(pts, " "), s.Color)
-		ly := top + 14 + float64(i)*16
+		// The legend sits in the top right corner, on a white box, where
+		// rising lines rarely are.
+		lx, ly := left+w-legendWidth, top+16+float64(i)*16
+		if i == 0 {
+			fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="white" fill-opacity="0.85" stroke="#ccc"/>`+"\n",
+				lx-6, top+4, legendWidth, 16*float64(len(c.Series))+6)
+		}
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n",
-			left+10, ly-4, left+30, ly-4, s.Color)
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", left+36, ly, esc(s.Name))
+			lx, ly-4, lx+20, ly-4, s.Color)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+26, ly, esc(s.Name))
 	}
 }
 
