@@ -166,6 +166,11 @@ func (b *Batcher) flush(batch []*batchReq) {
 	out, err := b.s.ProcessBatch(ctx, items)
 	b.batches.Add(1)
 	b.orders.Add(int64(len(items)))
+	if err != nil && len(items) > 1 && !IsTransient(err) {
+		// One order MySQL refuses must not fail its batch-mates: isolate
+		// it by processing the batch one order at a time.
+		out, err = b.oneByOne(ctx, items), nil
+	}
 	for i, r := range live {
 		if err != nil {
 			r.done <- BatchResult{Err: err}
@@ -173,6 +178,14 @@ func (b *Batcher) flush(batch []*batchReq) {
 		}
 		r.done <- out[i]
 	}
+}
+
+func (b *Batcher) oneByOne(ctx context.Context, items []BatchItem) []BatchResult {
+	out := make([]BatchResult, len(items))
+	for i, it := range items {
+		out[i].Result, out[i].Err = b.s.Process(ctx, it.Order, it.Fence)
+	}
+	return out
 }
 
 func (b *Batcher) failQueued() {
