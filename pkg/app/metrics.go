@@ -2,14 +2,18 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 
 	"github.com/redis/go-redis/v9"
 
+	"surge/pkg/cache"
 	"surge/pkg/httpapi"
+	"surge/pkg/lock"
 	"surge/pkg/metrics"
 	"surge/pkg/ratelimit"
+	"surge/pkg/worker"
 )
 
 // orderLimits builds POST /v1/orders's per-customer and per-IP limiters,
@@ -50,4 +54,24 @@ func serveMetrics(ctx context.Context, ep *metrics.Endpoint, log *slog.Logger) (
 	}()
 	log.Info("metrics listening", "addr", ep.Addr())
 	return func() { cancel(); <-done }
+}
+
+// countedLoader records each cache rebuild; an unknown id is a successful
+// rebuild (of a remembered miss).
+func countedLoader(load cache.Loader) cache.Loader {
+	return func(ctx context.Context, id string) ([]byte, error) {
+		v, err := load(ctx, id)
+		if errors.Is(err, cache.ErrNotFound) {
+			metrics.CacheRebuilt(nil)
+		} else {
+			metrics.CacheRebuilt(err)
+		}
+		return v, err
+	}
+}
+
+// countedLocker records each order-lock attempt; a lock another delivery
+// holds counts as contended.
+func countedLocker(l worker.Locker) worker.Locker {
+	return metrics.Locker{Next: l, Contended: func(err error) bool { return errors.Is(err, lock.ErrNotObtained) }}
 }

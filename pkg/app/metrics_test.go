@@ -67,8 +67,9 @@ next:
 	return -1
 }
 
-// TestMetricsMoveWhenOrdersFlow: five buyers race for three units; the
-// counters on /metrics move by exactly what happened.
+// TestMetricsMoveWhenOrdersFlow: five buyers race for three units and the
+// product is read twice; the counters on /metrics move by exactly what
+// happened.
 func TestMetricsMoveWhenOrdersFlow(t *testing.T) {
 	p := startPipeline(t)
 	sku := testenv.Unique("metrics-")
@@ -87,6 +88,11 @@ func TestMetricsMoveWhenOrdersFlow(t *testing.T) {
 		{"surge_http_request_duration_seconds", []string{"route=POST /v1/orders", "status=202"}, 3},
 		{"surge_http_request_duration_seconds", []string{"route=POST /v1/orders", "status=409"}, 2},
 		{"surge_rate_limit_decisions_total", []string{"scope=customer", "decision=allowed"}, 5},
+		{"surge_lock_acquisitions_total", []string{"result=acquired"}, 3},
+		{"surge_lock_acquisitions_total", []string{"result=contended"}, 0},
+		{"surge_cache_requests_total", []string{"result=miss"}, 1},
+		{"surge_cache_requests_total", []string{"result=hit"}, 1},
+		{"surge_cache_rebuilds_total", []string{"result=ok"}, 1},
 	}
 	before := scrape(t, p.URL)
 	c := newClient()
@@ -100,6 +106,17 @@ func TestMetricsMoveWhenOrdersFlow(t *testing.T) {
 		n, err := p.DB.InvoiceCount(context.Background(), sku)
 		return n == 3, err
 	})
+	// A cold product read rebuilds the view once; the next one hits.
+	for range 2 {
+		resp, err := c.Get(p.URL + "/v1/products/" + sku)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET product: %d", resp.StatusCode)
+		}
+	}
 	// The worker observes an order right after acking it.
 	var after map[string]*dto.MetricFamily
 	waitFor(t, "the worker's observations", 10*time.Second, func() (bool, error) {

@@ -14,6 +14,7 @@ import (
 	"surge/pkg/cache"
 	"surge/pkg/httpapi"
 	"surge/pkg/keys"
+	"surge/pkg/metrics"
 	"surge/pkg/ops"
 	"surge/pkg/order"
 	"surge/pkg/store"
@@ -60,7 +61,10 @@ type productRedis interface {
 func newProductsWith(rdb productRedis, db productSource, opts cache.Options, log *slog.Logger) *products {
 	p := &products{db: db, avail: rdb, log: log}
 	opts.Namespace, opts.Log = keys.ProductNamespace, log
-	p.cache = cache.New(rdb, p.load, opts)
+	if opts.OnGet == nil {
+		opts.OnGet = metrics.CacheRead
+	}
+	p.cache = cache.New(rdb, countedLoader(p.load), opts)
 	return p
 }
 

@@ -71,7 +71,7 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker
 		Timeout:  cfg.OrderTimeout,
 		Observer: metrics.WorkerObserver{},
 	}
-	proc.Lock = newOrderLocker(eng.redis, cfg.LockTTL)
+	proc.Lock = countedLocker(newOrderLocker(eng.redis, cfg.LockTTL))
 	proc.Cache = newProducts(eng.redis, eng.db, 0, log)
 	cons := queue.NewConsumer(eng.mq, cfg.AMQP.Topology(), queue.ConsumerOptions{
 		Prefetch: cfg.Prefetch, Concurrency: cfg.Concurrency, Logger: log,

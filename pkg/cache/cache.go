@@ -85,6 +85,9 @@ type Options struct {
 	Now func() time.Time
 	// Rand returns a uniform float in [0, 1). Default math/rand/v2.
 	Rand func() float64
+	// OnGet, when set, is told of each Get whether the entry was found in
+	// Redis (hit) or had to be waited for or rebuilt (miss): metrics.
+	OnGet func(hit bool)
 	// Log receives background rebuild failures. Default slog.Default().
 	Log *slog.Logger
 }

@@ -19,6 +19,9 @@ func (c *Cache) Get(ctx context.Context, id string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.opts.OnGet != nil {
+		c.opts.OnGet(e.present)
+	}
 	if !e.present {
 		if e, err = c.fill(ctx, id); err != nil {
 			return nil, err

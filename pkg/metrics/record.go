@@ -60,6 +60,15 @@ func CacheHit() { cacheRequests.WithLabelValues("hit").Inc() }
 // CacheMiss counts a product read the cache could not serve.
 func CacheMiss() { cacheRequests.WithLabelValues("miss").Inc() }
 
+// CacheRead counts a read as a hit or a miss (cache.Options.OnGet).
+func CacheRead(hit bool) {
+	if hit {
+		CacheHit()
+		return
+	}
+	CacheMiss()
+}
+
 // CacheRebuilt counts one rebuild of a cached product view; err is the
 // rebuild's failure, if any.
 func CacheRebuilt(err error) {
