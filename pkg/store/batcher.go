@@ -45,8 +45,11 @@ type Batcher struct {
 	opts BatcherOptions
 	reqs chan *batchReq
 	quit chan struct{}
-	wg   sync.WaitGroup
-	once sync.Once
+	// stopped is closed once every flusher has exited: a request queued
+	// after that gets no answer and must not wait for one.
+	stopped chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
 
 	batches, orders atomic.Int64
 }
@@ -64,7 +67,8 @@ type batchReq struct {
 // NewBatcher starts the flushers; Close stops them.
 func NewBatcher(s *Store, opts BatcherOptions) *Batcher {
 	opts.setDefaults()
-	b := &Batcher{s: s, opts: opts, reqs: make(chan *batchReq, opts.MaxBatch*opts.Flushers), quit: make(chan struct{})}
+	b := &Batcher{s: s, opts: opts, reqs: make(chan *batchReq, opts.MaxBatch*opts.Flushers),
+		quit: make(chan struct{}), stopped: make(chan struct{})}
 	for i := 0; i < opts.Flushers; i++ {
 		b.wg.Add(1)
 		go b.flusher()
@@ -86,6 +90,13 @@ func (b *Batcher) Process(ctx context.Context, o order.Order, fence int64) (Resu
 	select {
 	case res := <-r.done:
 		return res.Result, res.Err
+	case <-b.stopped:
+		select {
+		case res := <-r.done:
+			return res.Result, res.Err
+		default:
+			return Result{}, fmt.Errorf("process order=%s: batcher closed", o.ID)
+		}
 	case <-ctx.Done():
 		// The batch may still commit the order; a redelivery finds it as
 		// a duplicate.
@@ -96,8 +107,12 @@ func (b *Batcher) Process(ctx context.Context, o order.Order, fence int64) (Resu
 // Close stops the flushers after the batches in flight; calls still
 // queued get an error.
 func (b *Batcher) Close() {
-	b.once.Do(func() { close(b.quit) })
-	b.wg.Wait()
+	b.once.Do(func() {
+		close(b.quit)
+		b.wg.Wait()
+		close(b.stopped)
+	})
+	<-b.stopped
 }
 
 func (b *Batcher) flusher() {
