@@ -89,8 +89,13 @@ type Scenario struct {
 	Other       int64   `json:"other"`
 	Invoiced    int64   `json:"invoiced"`
 	// DrainS is how long after the load the last invoice was written.
-	DrainS  *float64 `json:"drain_s,omitempty"`
-	CheckOK bool     `json:"check_ok"`
+	DrainS *float64 `json:"drain_s,omitempty"`
+	// GatewayCPUUS and WorkerCPUUS are each service's CPU time per request
+	// during the load; MachineBusy the share of the machine's CPU in use.
+	GatewayCPUUS float64 `json:"gateway_cpu_us_per_request,omitempty"`
+	WorkerCPUUS  float64 `json:"worker_cpu_us_per_request,omitempty"`
+	MachineBusy  float64 `json:"machine_busy"`
+	CheckOK      bool    `json:"check_ok"`
 	// Problems are the correctness check's findings.
 	Problems []string `json:"problems,omitempty"`
 }
@@ -214,7 +219,9 @@ func scenario(rep *loadgen.RunReport) *Scenario {
 		Requests: l.Counts.Done, Seconds: l.Seconds, RPS: math.Round(l.RPS),
 		P50Ms: l.Latency.P50Ms, P90Ms: l.Latency.P90Ms, P99Ms: l.Latency.P99Ms, P999Ms: l.Latency.P999Ms, MaxMs: l.Latency.MaxMs,
 		Accepted: l.Counts.Of(http.StatusAccepted), SoldOut: l.Counts.Of(http.StatusConflict),
-		DrainS: rep.DrainSeconds,
+		DrainS:       rep.DrainSeconds,
+		GatewayCPUUS: rep.Processes["gateway"].CPUPerRequestUS, WorkerCPUUS: rep.Processes["worker"].CPUPerRequestUS,
+		MachineBusy: rep.MachineBusy,
 	}
 	s.Other = l.Counts.Done - s.Accepted - s.SoldOut
 	if c := rep.Check; c != nil {

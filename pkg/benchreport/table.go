@@ -45,6 +45,20 @@ func WriteTable(w io.Writer, r Results) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintln(w)
+	for _, c := range []struct {
+		name string
+		s    *Scenario
+	}{{"naive SQL", r.NaiveSQL}, {"flash sale", r.FlashSale}, {"flash sale, half rate", r.FlashSaleHalfRate}, {"sustained", sustainedScenario(r.Sustained)}} {
+		if c.s == nil {
+			continue
+		}
+		fmt.Fprintf(w, "CPU during %s: machine %.0f%% busy", c.name, c.s.MachineBusy*100)
+		if c.s.GatewayCPUUS > 0 {
+			fmt.Fprintf(w, ", gateway %.0f us/request, worker %.0f us/request", c.s.GatewayCPUUS, c.s.WorkerCPUUS)
+		}
+		fmt.Fprintln(w)
+	}
 	if s := r.Sustained; s != nil {
 		drain := "never"
 		if s.DrainS != nil && *s.DrainS >= 0 {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"surge/pkg/order"
 )
@@ -74,6 +75,22 @@ func TestReadProcMemory(t *testing.T) {
 	}
 	if _, err := ReadProcMemory(-1); err == nil {
 		t.Fatal("reading a pid that cannot exist succeeded")
+	}
+	before, err := ReadProcCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		if after, _ := ReadProcCPU(os.Getpid()); after > before {
+			break // spinning showed up as CPU time
+		}
+	}
+	if after, _ := ReadProcCPU(os.Getpid()); after <= before {
+		t.Fatalf("cpu time stayed at %v s after spinning", before)
+	}
+	m1, err := ReadMachineCPU()
+	if err != nil || m1.Busy <= 0 || m1.Total < m1.Busy {
+		t.Fatalf("machine cpu %+v, %v: want 0 < busy <= total", m1, err)
 	}
 }
 

@@ -37,7 +37,8 @@ type Scenario struct {
 	DrainTimeout time.Duration
 	// SampleEvery > 0 records a time series (progress, invoices, queue).
 	SampleEvery time.Duration
-	// Processes maps a name to a pid whose peak RSS is read after the load.
+	// Processes maps a name to a pid whose peak RSS, and CPU time during
+	// the load, are read.
 	Processes map[string]int
 	// Redis, when set, measures used_memory before and after the run and
 	// audits a sample of the records the orders left. Each reading first
@@ -59,11 +60,14 @@ type RunReport struct {
 	Load  Result `json:"load"`
 	// DrainSeconds is the time from the end of the load until MySQL held
 	// every accepted order and the queue was empty (-1: it never did).
-	DrainSeconds *float64              `json:"drain_s,omitempty"`
-	Check        *Check                `json:"check,omitempty"`
-	Series       []Sample              `json:"series,omitempty"`
-	Processes    map[string]ProcMemory `json:"processes,omitempty"`
-	Redis        *RedisReport          `json:"redis,omitempty"`
+	DrainSeconds *float64             `json:"drain_s,omitempty"`
+	Check        *Check               `json:"check,omitempty"`
+	Series       []Sample             `json:"series,omitempty"`
+	Processes    map[string]ProcStats `json:"processes,omitempty"`
+	// MachineBusy is the share of the machine's CPU time that was busy
+	// during the load (all processes, this generator included).
+	MachineBusy float64      `json:"machine_busy"`
+	Redis       *RedisReport `json:"redis,omitempty"`
 }
 
 // RedisReport is the cluster's memory around a run.
@@ -107,9 +111,10 @@ func (s Scenario) Run(ctx context.Context) (RunReport, error) {
 	if s.Progress != nil {
 		stopProgress = ShowProgress(ctx, gen, s.Progress, s.Label)
 	}
+	cpu := s.startCPU()
 	rep.Load = gen.Run(ctx)
 	stopProgress()
-	rep.Processes = s.readProcesses()
+	rep.Processes, rep.MachineBusy = cpu.stop(rep.Load.Counts.Done)
 	if s.Check && s.Ledger != nil {
 		rep.DrainSeconds, rep.Check, err = s.drainAndCheck(ctx, rep.Load.Counts)
 	}
@@ -195,17 +200,49 @@ func (s Scenario) drainAndCheck(ctx context.Context, c Counts) (*float64, *Check
 	return &drain, &check, nil
 }
 
-func (s Scenario) readProcesses() map[string]ProcMemory {
-	if len(s.Processes) == 0 {
-		return nil
-	}
-	out := make(map[string]ProcMemory, len(s.Processes))
+// cpuMeter holds CPU readings taken when the load started.
+type cpuMeter struct {
+	procs   map[string]int
+	before  map[string]float64
+	machine MachineCPU
+}
+
+func (s Scenario) startCPU() cpuMeter {
+	m := cpuMeter{procs: s.Processes, before: map[string]float64{}}
 	for name, pid := range s.Processes {
-		if m, err := ReadProcMemory(pid); err == nil {
-			out[name] = m
+		if v, err := ReadProcCPU(pid); err == nil {
+			m.before[name] = v
 		}
 	}
-	return out
+	m.machine, _ = ReadMachineCPU()
+	return m
+}
+
+// stop reads each process's memory and CPU time since start, and the
+// machine's busy share. Processes that cannot be read are left out.
+func (m cpuMeter) stop(requests int64) (map[string]ProcStats, float64) {
+	var busy float64
+	if now, err := ReadMachineCPU(); err == nil && now.Total > m.machine.Total {
+		busy = round3((now.Busy - m.machine.Busy) / (now.Total - m.machine.Total))
+	}
+	if len(m.procs) == 0 {
+		return nil, busy
+	}
+	out := make(map[string]ProcStats, len(m.procs))
+	for name, pid := range m.procs {
+		st, err := ReadProcMemory(pid)
+		if err != nil {
+			continue
+		}
+		if v, err := ReadProcCPU(pid); err == nil {
+			st.CPUSeconds = round3(v - m.before[name])
+			if requests > 0 {
+				st.CPUPerRequestUS = round3(st.CPUSeconds / float64(requests) * 1e6)
+			}
+		}
+		out[name] = st
+	}
+	return out, busy
 }
 
 func readReclaimed(ctx context.Context, rdb *redis.ClusterClient) (RedisMemory, error) {
@@ -288,7 +325,11 @@ func (r RunReport) String() string {
 		}
 	}
 	for name, m := range r.Processes {
-		s += fmt.Sprintf("  %s peak RSS %.1f MB\n", name, m.PeakRSSMB)
+		s += fmt.Sprintf("  %s: peak RSS %.1f MB, CPU %.2f s during the load (%.0f us per request)\n",
+			name, m.PeakRSSMB, m.CPUSeconds, m.CPUPerRequestUS)
+	}
+	if r.MachineBusy > 0 {
+		s += fmt.Sprintf("  machine CPU busy during the load: %.0f%%\n", r.MachineBusy*100)
 	}
 	if rr := r.Redis; rr != nil {
 		s += fmt.Sprintf("  redis: used_memory %+d B, keys %+d (the orders' records: %d, %.0f B each), sampled records without TTL: %d of %d\n",
