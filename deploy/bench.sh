@@ -79,12 +79,6 @@ stop_pid() {
 	wait "$1" 2>/dev/null || true
 }
 
-# profile NAME PORT SECONDS fetches a CPU profile in the background.
-profile() {
-	curl -s -o "$DIR/pprof/$1.cpu.pb.gz" "http://127.0.0.1:$2/debug/pprof/profile?seconds=$3" &
-	PROFILERS+=($!)
-}
-
 # json_number FILE KEY prints the first numeric value of "KEY" in FILE.
 json_number() { sed -n "s/.*\"$2\": \([0-9.]*\).*/\1/p" "$1" | head -n 1; }
 
@@ -125,14 +119,13 @@ SURGE_PPROF_ADDR="127.0.0.1:$((PORT + 2))" start worker bin/worker
 WORKER_PID=$LAST_PID
 deploy/wait-ready.sh "$GATEWAY_URL/readyz" 60 "$DIR/log/gateway.log"
 PIDS_FLAG="gateway=$GATEWAY_PID,worker=$WORKER_PID"
+# profiles FLOW names the CPU profiles loadgen takes of both services from the start of a load.
+profiles() { echo "gateway-$1=http://127.0.0.1:$((PORT + 1)),worker-$1=http://127.0.0.1:$((PORT + 2))"; }
 
 log "surge flash sale: $FLASH_STOCK units, $FLASH_N requests, $C concurrent"
-PROFILERS=()
-profile gateway-flash $((PORT + 1)) 3
-profile worker-flash $((PORT + 2)) 3
 bin/loadgen run -label flash_sale -sku "flash-$RUN" -stock "$FLASH_STOCK" -c "$C" -n "$FLASH_N" \
-	-check -queue "$SURGE_AMQP_QUEUE" -pids "$PIDS_FLAG" -redis -json "$DIR/flash.json"
-wait "${PROFILERS[@]}" || true
+	-check -queue "$SURGE_AMQP_QUEUE" -pids "$PIDS_FLAG" -redis -json "$DIR/flash.json" \
+	-cpuprofile "$(profiles flash)" -cpuprofile-dir "$DIR/pprof"
 
 RPS="$(json_number "$DIR/flash.json" rps)"
 HALF="$(awk -v r="$RPS" 'BEGIN { printf "%d", r / 2 }')"
@@ -142,13 +135,9 @@ bin/loadgen run -label flash_sale_half_rate -sku "half-$RUN" -stock "$FLASH_STOC
 	-rate "$HALF" -d "${HALF_S}s" -check -queue "$SURGE_AMQP_QUEUE" -json "$DIR/flash-half.json"
 
 log "surge sustained load: every order accepted, ${SUSTAINED_S}s, $C concurrent"
-PROFILERS=()
-profile gateway-sustained $((PORT + 1)) 10
-profile worker-sustained $((PORT + 2)) 10
 bin/loadgen run -label sustained -sku "sustained-$RUN" -stock 100000000 -c "$C" -d "${SUSTAINED_S}s" \
 	-check -queue "$SURGE_AMQP_QUEUE" -sample 500ms -drain-timeout 60s -pids "$PIDS_FLAG" \
-	-json "$DIR/sustained.json"
-wait "${PROFILERS[@]}" || true
+	-json "$DIR/sustained.json" -cpuprofile "$(profiles sustained)" -cpuprofile-dir "$DIR/pprof"
 
 stop_pid "$GATEWAY_PID"
 stop_pid "$WORKER_PID"

@@ -49,6 +49,9 @@ type Scenario struct {
 	RedisSettle time.Duration
 	// Progress receives a live progress bar; nil draws none.
 	Progress io.Writer
+	// Profiles, when it has URLs, records CPU profiles from the start of
+	// the load.
+	Profiles CPUProfiles
 }
 
 // RunReport is what a scenario measured; loadgen -json writes it.
@@ -112,6 +115,7 @@ func (s Scenario) Run(ctx context.Context) (RunReport, error) {
 		stopProgress = ShowProgress(ctx, gen, s.Progress, s.Label)
 	}
 	cpu := s.startCPU()
+	profiled := s.Profiles.Start(ctx)
 	rep.Load = gen.Run(ctx)
 	stopProgress()
 	rep.Processes, rep.MachineBusy = cpu.stop(rep.Load.Counts.Done)
@@ -119,6 +123,9 @@ func (s Scenario) Run(ctx context.Context) (RunReport, error) {
 		rep.DrainSeconds, rep.Check, err = s.drainAndCheck(ctx, rep.Load.Counts)
 	}
 	stopSampling()
+	if perr := profiled(); perr != nil && err == nil {
+		err = perr
+	}
 	if err != nil {
 		return rep, err
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"surge/internal/testenv"
 	"surge/pkg/loadgen"
 	"surge/pkg/naivesql"
+	"surge/pkg/profile"
 	"surge/pkg/store"
 )
 
@@ -98,5 +100,23 @@ func TestReclaimExpiredDropsExpiredKeys(t *testing.T) {
 	}
 	if after > before-n {
 		t.Fatalf("slot holds %d keys after ReclaimExpired, %d before: want the %d expired ones gone", after, before, n)
+	}
+}
+
+func TestCPUProfilesWritesTheServiceProfile(t *testing.T) {
+	// One process runs one CPU profile at a time: one service here.
+	srv := httptest.NewServer(profile.Handler())
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	wait := loadgen.CPUProfiles{URLs: map[string]string{"gateway": srv.URL}, Dir: dir, Seconds: 1}.Start(context.Background())
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "gateway.cpu.pb.gz")); err != nil || st.Size() == 0 {
+		t.Fatalf("profile: %v (stat %v)", err, st)
+	}
+	bad := loadgen.CPUProfiles{URLs: map[string]string{"x": srv.URL + "/nothing"}, Dir: dir, Seconds: 1}.Start(context.Background())
+	if err := bad(); err == nil {
+		t.Fatal("a profile URL answering 404 was not reported")
 	}
 }

@@ -23,6 +23,8 @@ import (
 // loadFlags are the flags of loadgen run.
 type loadFlags struct {
 	url, sku, label, runID, queue, pids, jsonOut string
+	profiles, profileDir                         string
+	profileSeconds                               int
 	qty, stock                                   int
 	opts                                         loadgen.Options
 	check, stockView, redisAudit, quiet          bool
@@ -52,6 +54,9 @@ func parseLoadFlags(cfg loadgenConfig, args []string, stderr io.Writer) (loadFla
 	fs.StringVar(&f.pids, "pids", "", "name=pid,... whose peak RSS is read after the load")
 	fs.BoolVar(&f.redisAudit, "redis", false, "measure Redis used_memory around the run and audit the records it left")
 	fs.DurationVar(&f.redisSettle, "redis-settle", 3*time.Second, "with -redis, wait this long before the last reading (short-lived keys expire)")
+	fs.StringVar(&f.profiles, "cpuprofile", "", "name=pprof base URL,... profiled from the start of the load")
+	fs.StringVar(&f.profileDir, "cpuprofile-dir", ".", "directory for <name>.cpu.pb.gz")
+	fs.IntVar(&f.profileSeconds, "cpuprofile-seconds", 0, "profile length (default: -d, or 5s)")
 	fs.StringVar(&f.jsonOut, "json", "", "write the report as JSON to this file ('-': stdout)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	if err := fs.Parse(args); err != nil {
@@ -85,6 +90,9 @@ func runLoad(ctx context.Context, cfg loadgenConfig, args []string, stdout, stde
 		RedisSettle:  f.redisSettle,
 	}
 	if sc.Processes, err = parsePIDs(f.pids); err != nil {
+		return err
+	}
+	if sc.Profiles, err = parseProfiles(f); err != nil {
 		return err
 	}
 	if !f.quiet && isTerminal(stderr) {
@@ -147,17 +155,45 @@ func wireEngines(ctx context.Context, cfg loadgenConfig, f loadFlags, sc *loadge
 }
 
 func parsePIDs(s string) (map[string]int, error) {
+	pairs, err := parsePairs("-pids", s)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for name, v := range pairs {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, fmt.Errorf("-pids: %s=%q is not a pid", name, v)
+		}
+		out[name] = n
+	}
+	return out, nil
+}
+
+func parseProfiles(f loadFlags) (loadgen.CPUProfiles, error) {
+	urls, err := parsePairs("-cpuprofile", f.profiles)
+	if err != nil {
+		return loadgen.CPUProfiles{}, err
+	}
+	secs := f.profileSeconds
+	if secs == 0 {
+		secs = max(int(f.opts.Duration.Seconds()), 5)
+	}
+	return loadgen.CPUProfiles{URLs: urls, Dir: f.profileDir, Seconds: secs}, nil
+}
+
+// parsePairs reads "name=value,..." (empty: none).
+func parsePairs(flagName, s string) (map[string]string, error) {
 	if s == "" {
 		return nil, nil
 	}
-	out := map[string]int{}
+	out := map[string]string{}
 	for part := range strings.SplitSeq(s, ",") {
-		name, pid, ok := strings.Cut(part, "=")
-		n, err := strconv.Atoi(pid)
-		if !ok || err != nil || name == "" {
-			return nil, fmt.Errorf("-pids: want name=pid,... got %q", part)
+		name, v, ok := strings.Cut(part, "=")
+		if !ok || name == "" || v == "" {
+			return nil, fmt.Errorf("%s: want name=value,... got %q", flagName, part)
 		}
-		out[name] = n
+		out[name] = v
 	}
 	return out, nil
 }
