@@ -86,6 +86,10 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 		s.publishFailed(ctx, o, first, res.Repeat, err)
 		return Accepted{}, fmt.Errorf("publish order=%s: %w: %w", o.ID, order.ErrUnavailable, err)
 	}
+	// One line per accepted order, carrying the id the worker and the
+	// reconciler log too; sold-out answers (the bulk of a flash sale) are
+	// counted by metrics, not logged.
+	s.log().Info("order accepted", "order_id", o.ID, "sku", o.SKU, "qty", o.Qty, "repeat", res.Repeat)
 	return Accepted{OrderID: o.ID, Status: order.StatusAccepted, SKU: o.SKU, Qty: o.Qty}, nil
 }
 

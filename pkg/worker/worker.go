@@ -99,7 +99,7 @@ func (p *Processor) Handle(ctx context.Context, d Delivery) {
 		log.Warn("order not processed", "err", err)
 		return
 	}
-	log.Debug("order processed")
+	log.Info("order processed", "took_ms", time.Since(start).Milliseconds())
 }
 
 func (p *Processor) handle(ctx context.Context, d Delivery) (string, order.Order, error) {
