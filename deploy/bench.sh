@@ -144,7 +144,20 @@ stop_pid "$WORKER_PID"
 for f in "$DIR"/pprof/*.cpu.pb.gz; do
 	[[ -s "$f" ]] || continue
 	bin="bin/$(basename "$f" | cut -d- -f1)"
-	go tool pprof -top -nodecount=30 "$bin" "$f" >"${f%.pb.gz}.txt" 2>/dev/null || true
+	go tool pprof -top -cum -nodecount=40 "$bin" "$f" >"${f%.pb.gz}.txt" 2>/dev/null || true
+done
+# Where the goroutines were, largest groups first: the waits a CPU profile does not show.
+for f in "$DIR"/pprof/*.goroutines.txt; do
+	[[ -s "$f" ]] || continue
+	awk -v RS= -F'\n' '/^[0-9]+ @/ {
+		out = ""; c = 0; own = ""
+		for (i = 2; i <= NF; i++) if ($i ~ /^#/) {
+			split($i, w, /[ \t]+/)
+			if (c++ < 3) out = out (c > 1 ? " <- " : "") w[3]
+			else if (own == "" && w[3] ~ /^surge\// && w[3] !~ /^surge\/pkg\/(cluster|metrics)\./) own = w[3]
+		}
+		print $1 + 0 "\t" out (own != "" ? " <- ... <- " own : "")
+	}' "$f" | sort -rn | head -n 8 >"${f%.txt}.top.txt"
 done
 
 log "report"

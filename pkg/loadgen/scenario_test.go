@@ -126,8 +126,10 @@ func TestCPUProfilesWritesTheServiceProfile(t *testing.T) {
 	if err := wait(); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := os.Stat(filepath.Join(dir, "gateway.cpu.pb.gz")); err != nil || st.Size() == 0 {
-		t.Fatalf("profile: %v (stat %v)", err, st)
+	for _, f := range []string{"gateway.cpu.pb.gz", "gateway.goroutines.txt"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Fatalf("%s: %v (stat %v)", f, err, st)
+		}
 	}
 	bad := loadgen.CPUProfiles{URLs: map[string]string{"x": srv.URL + "/nothing"}, Dir: dir, Seconds: 1}.Start(context.Background())
 	if err := bad(); err == nil {
