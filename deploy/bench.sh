@@ -165,7 +165,7 @@ bin/loadgen report -dir "$DIR"
 if ((RECORD)); then
 	mkdir -p bench
 	cp "$DIR/results.json" "$DIR/table.txt" "$DIR/latency.svg" "$DIR/sustained.svg" bench/
-	cp "$DIR"/pprof/*.cpu.txt bench/ 2>/dev/null || true
+	cp "$DIR"/pprof/*.cpu.txt "$DIR"/pprof/*.goroutines.top.txt bench/ 2>/dev/null || true
 	log "recorded in bench/"
 fi
 printf '\nresults: %s/results.json, plots: %s/latency.svg %s/sustained.svg, profiles: %s/pprof/\n' \
