@@ -94,6 +94,8 @@ type Scenario struct {
 	// during the load; MachineBusy the share of the machine's CPU in use.
 	GatewayCPUUS float64 `json:"gateway_cpu_us_per_request,omitempty"`
 	WorkerCPUUS  float64 `json:"worker_cpu_us_per_request,omitempty"`
+	// LoadgenCPUUS is the generator's own CPU per request.
+	LoadgenCPUUS float64 `json:"loadgen_cpu_us_per_request,omitempty"`
 	MachineBusy  float64 `json:"machine_busy"`
 	CheckOK      bool    `json:"check_ok"`
 	// Problems are the correctness check's findings.
@@ -221,7 +223,7 @@ func scenario(rep *loadgen.RunReport) *Scenario {
 		Accepted: l.Counts.Of(http.StatusAccepted), SoldOut: l.Counts.Of(http.StatusConflict),
 		DrainS:       rep.DrainSeconds,
 		GatewayCPUUS: rep.Processes["gateway"].CPUPerRequestUS, WorkerCPUUS: rep.Processes["worker"].CPUPerRequestUS,
-		MachineBusy: rep.MachineBusy,
+		LoadgenCPUUS: rep.Processes["loadgen"].CPUPerRequestUS, MachineBusy: rep.MachineBusy,
 	}
 	s.Other = l.Counts.Done - s.Accepted - s.SoldOut
 	if c := rep.Check; c != nil {

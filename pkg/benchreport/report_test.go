@@ -29,7 +29,7 @@ func run(rps, p99 float64, accepted, soldOut int64, ok bool) *loadgen.RunReport 
 func parts() Parts {
 	drain := 0.5
 	flash := run(25_000, 20, 100, 49_900, true)
-	flash.Processes = map[string]loadgen.ProcStats{"gateway": {PeakRSSMB: 60, CPUPerRequestUS: 120}, "worker": {PeakRSSMB: 200, CPUPerRequestUS: 7}}
+	flash.Processes = map[string]loadgen.ProcStats{"gateway": {PeakRSSMB: 60, CPUPerRequestUS: 120}, "worker": {PeakRSSMB: 200, CPUPerRequestUS: 7}, "loadgen": {CPUPerRequestUS: 30}}
 	flash.MachineBusy = 0.97
 	flash.Redis = &loadgen.RedisReport{Before: loadgen.RedisMemory{UsedMemory: 10 << 20, Keys: 1000}, After: loadgen.RedisMemory{UsedMemory: 20 << 20, Keys: 101_100},
 		ExpectedKeys: 100_100, KeysGrowth: 100_100, MemoryGrowth: 10 << 20}
@@ -113,7 +113,7 @@ func TestWriteTableShowsEveryScenarioAndVerdict(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{"naive SQL", "surge flash sale (c=256)", "open loop", "surge sustained", "25,000",
 		"confirmed persistent publishes      20,000/s", "MISSED", "FAILED", "worker 200.0 MB",
-		"CPU during flash sale: machine 97% busy, gateway 120 us/request, worker 7 us/request"} {
+		"CPU during flash sale: machine 97% busy, loadgen 30 us/request, gateway 120 us/request, worker 7 us/request"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

@@ -54,6 +54,9 @@ func WriteTable(w io.Writer, r Results) error {
 			continue
 		}
 		fmt.Fprintf(w, "CPU during %s: machine %.0f%% busy", c.name, c.s.MachineBusy*100)
+		if c.s.LoadgenCPUUS > 0 {
+			fmt.Fprintf(w, ", loadgen %.0f us/request", c.s.LoadgenCPUUS)
+		}
 		if c.s.GatewayCPUUS > 0 {
 			fmt.Fprintf(w, ", gateway %.0f us/request, worker %.0f us/request", c.s.GatewayCPUUS, c.s.WorkerCPUUS)
 		}

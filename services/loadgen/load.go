@@ -92,6 +92,8 @@ func runLoad(ctx context.Context, cfg loadgenConfig, args []string, stdout, stde
 	if sc.Processes, err = parsePIDs(f.pids); err != nil {
 		return err
 	}
+	// The generator's own share of the CPU it shares with the servers.
+	sc.Processes["loadgen"] = os.Getpid()
 	if sc.Profiles, err = parseProfiles(f); err != nil {
 		return err
 	}
@@ -155,11 +157,11 @@ func wireEngines(ctx context.Context, cfg loadgenConfig, f loadFlags, sc *loadge
 }
 
 func parsePIDs(s string) (map[string]int, error) {
+	out := map[string]int{}
 	pairs, err := parsePairs("-pids", s)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]int{}
 	for name, v := range pairs {
 		n, err := strconv.Atoi(v)
 		if err != nil {
