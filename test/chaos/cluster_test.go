@@ -95,20 +95,28 @@ func (c *privateCluster) run(args ...string) (string, error) {
 // stop shuts every node down and removes the directory.
 func (c *privateCluster) stop() {
 	for p := c.base; p < c.base+6; p++ {
-		_ = syscall.Kill(c.pid(p), syscall.SIGCONT) // a paused node cannot shut down
+		if pid := c.pid(p); pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGCONT) // a paused node cannot shut down
+		}
 	}
 	_, _ = c.run("stop")
 	for p := c.base; p < c.base+6; p++ {
-		if pid := c.pid(p); pid > 0 && syscall.Kill(pid, 0) == nil {
+		if pid := c.pid(p); pid > 0 {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
 	_ = os.RemoveAll(c.dir)
 }
 
-// heal restarts dead nodes and waits until the cluster is healthy again.
+// heal resumes paused nodes, restarts dead ones and waits until the
+// cluster is healthy again.
 func (c *privateCluster) heal(t *testing.T) {
 	t.Helper()
+	for p := c.base; p < c.base+6; p++ {
+		if pid := c.pid(p); pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
 	if out, err := c.run("restart-dead"); err != nil {
 		t.Fatalf("heal private cluster: %v\n%s", err, out)
 	}
@@ -122,13 +130,23 @@ func (c *privateCluster) addrs() []string {
 	return a
 }
 
-// pid reads a node's pid file (0 when there is none).
+// pid returns the pid of the node on port, read from its pid file, or 0
+// when that file is missing or names no redis-server of that port any more
+// (the node died and its pid may belong to another process now).
 func (c *privateCluster) pid(port int) int {
 	b, err := os.ReadFile(filepath.Join(c.dir, "redis-cluster", strconv.Itoa(port), "redis.pid"))
 	if err != nil {
 		return 0
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid <= 0 {
+		return 0
+	}
+	cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !strings.Contains(string(cmd), "redis-server") ||
+		!strings.Contains(string(cmd), fmt.Sprintf(":%d", port)) {
+		return 0
+	}
 	return pid
 }
 
