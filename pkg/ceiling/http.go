@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"time"
@@ -53,5 +54,5 @@ func HTTPEmpty(ctx context.Context, opts HTTPOptions) (Result, error) {
 		return Result{}, fmt.Errorf("http ceiling: %d of %d requests answered (errors %q)", n, res.Counts.Done, res.ErrorSamples)
 	}
 	return Result{Name: "http_empty_handler", Workers: opts.Concurrency, Ops: res.Counts.Done, Seconds: res.Seconds,
-		PerSec: res.RPS, Setup: fmt.Sprintf("loadgen to an in-process handler that answers 409 at once, %d concurrent", opts.Concurrency)}, nil
+		PerSec: math.Round(res.RPS), Setup: fmt.Sprintf("loadgen to an in-process handler that answers 409 at once, %d concurrent", opts.Concurrency)}, nil
 }
