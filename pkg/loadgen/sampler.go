@@ -63,7 +63,8 @@ func (s *Sampler) sample(ctx context.Context) {
 	if len(s.probes) > 0 {
 		sm.Probes = make(map[string]int64, len(s.probes))
 		for _, p := range s.probes {
-			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			// A sample under way when the sampler is stopped completes.
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 			v, err := p.Read(pctx)
 			cancel()
 			if err != nil {
