@@ -42,15 +42,12 @@ import (
 // Config is the reconciler's configuration.
 type Config struct {
 	config.Common
+	// Reconcile holds SURGE_RECONCILE_GRACE (5m) and
+	// SURGE_RECONCILE_LOOKBACK (15m), shared with opsctl and the admin API.
+	config.Reconcile
 	// Every is the interval between two scheduled sweeps:
 	// SURGE_RECONCILE_EVERY, default 30s.
 	Every time.Duration `envconfig:"RECONCILE_EVERY" default:"30s"`
-	// Grace is how long a reservation may wait for its MySQL order before
-	// it is released: SURGE_RECONCILE_GRACE, default 5m.
-	Grace time.Duration `envconfig:"RECONCILE_GRACE" default:"5m"`
-	// Lookback is how far back invoiced orders are checked for a commit
-	// Redis lost: SURGE_RECONCILE_LOOKBACK, default 15m.
-	Lookback time.Duration `envconfig:"RECONCILE_LOOKBACK" default:"15m"`
 	// Queue is the asynq queue of the sweeps: SURGE_RECONCILE_QUEUE,
 	// default reconcile.
 	Queue string `envconfig:"RECONCILE_QUEUE" default:"reconcile"`

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"surge/pkg/reconcile"
@@ -58,47 +57,5 @@ func printReport(w io.Writer, rep reconcile.Report, asJSON bool) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SKU\tOUTCOME\tREDIS STOCK/AVAIL/RESERVED/SOLD\tMYSQL SOLD\tDETAIL")
-	for _, s := range rep.SKUs {
-		counts, mysql := "-", "-"
-		if s.After != nil {
-			a := s.After
-			counts = fmt.Sprintf("%d/%d/%d/%d", a.Stock, a.Avail, a.Reserved, a.Sold)
-		}
-		if s.Found != nil {
-			mysql = fmt.Sprint(s.Found.MySQLSold)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.SKU, s.Outcome, counts, mysql, detail(s))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for what, msg := range rep.Errors {
-		fmt.Fprintf(w, "error: %s: %s\n", what, msg)
-	}
-	verb := "repaired"
-	if rep.DryRun {
-		verb = "to repair (dry run)"
-	}
-	_, err := fmt.Fprintf(w, "%d consistent, %d %s, %d busy, %d failed; exit %d\n",
-		rep.Summary[reconcile.Consistent], rep.Summary[reconcile.Repaired], verb,
-		rep.Summary[reconcile.Busy], rep.Summary[reconcile.Failed], rep.ExitCode)
-	return err
-}
-
-// detail sums up one SKU's repairs, or its error.
-func detail(s reconcile.SKUReport) string {
-	if s.Error != "" {
-		return s.Error
-	}
-	var committed, released int
-	for _, r := range s.Repairs {
-		committed += len(r.Committed)
-		released += len(r.Released)
-	}
-	if len(s.Repairs) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("committed %d, released %d", committed, released)
+	return rep.Table(w)
 }

@@ -1,0 +1,60 @@
+package reconcile
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+)
+
+// Table writes the report for a person: one line per SKU with what Redis
+// holds after the run, what MySQL sold and what was repaired (or the
+// error), then run-level errors and a summary ending with the exit code.
+func (r Report) Table(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SKU\tOUTCOME\tREDIS STOCK/AVAIL/RESERVED/SOLD\tMYSQL SOLD\tDETAIL")
+	for _, s := range r.SKUs {
+		counts, mysql := "-", "-"
+		if a := s.After; a != nil {
+			counts = fmt.Sprintf("%d/%d/%d/%d", a.Stock, a.Avail, a.Reserved, a.Sold)
+		}
+		if s.Found != nil {
+			mysql = fmt.Sprint(s.Found.MySQLSold)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.SKU, s.Outcome, counts, mysql, s.detail())
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	steps := make([]string, 0, len(r.Errors))
+	for what := range r.Errors {
+		steps = append(steps, what)
+	}
+	sort.Strings(steps)
+	for _, what := range steps {
+		fmt.Fprintf(w, "error: %s: %s\n", what, r.Errors[what])
+	}
+	verb := "repaired"
+	if r.DryRun {
+		verb = "to repair (dry run)"
+	}
+	_, err := fmt.Fprintf(w, "%d consistent, %d %s, %d busy, %d failed; exit %d\n",
+		r.Summary[Consistent], r.Summary[Repaired], verb, r.Summary[Busy], r.Summary[Failed], r.ExitCode)
+	return err
+}
+
+// detail sums up one SKU's repairs, or its error.
+func (s SKUReport) detail() string {
+	if s.Error != "" {
+		return s.Error
+	}
+	if len(s.Repairs) == 0 {
+		return ""
+	}
+	var committed, released int
+	for _, r := range s.Repairs {
+		committed += len(r.Committed)
+		released += len(r.Released)
+	}
+	return fmt.Sprintf("committed %d, released %d", committed, released)
+}
