@@ -5,11 +5,13 @@
 //	opsctl stock load SKU --stock N [--name S] [--price-cents N] [--json]
 //	opsctl stock show SKU [--json]
 //	opsctl dlq list|show|replay|discard ...   (opsctl dlq help)
+//	opsctl reconcile [--sku S]... [--dry-run] [--json]
 //
 // Other commands are listed by `opsctl help`. Exit codes: 0 success, 1 the
 // operation failed or found a failing check, 2 a usage mistake, 3 a
 // dependency (Redis, RabbitMQ, MySQL) is unreachable, 4 a named object (a
-// dead letter id) does not exist.
+// dead letter id) does not exist. reconcile keeps the codes of `reconciler
+// once` instead, where 1 means repaired (opsctl reconcile help).
 package main
 
 import (
@@ -50,6 +52,22 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
+// exitError carries an exit code the command chose itself (reconcile
+// reports its outcome with it), and the error to print, if any.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e exitError) Unwrap() error { return e.err }
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -76,6 +94,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
+	var ee exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(stderr, "opsctl:", ee.err)
+		}
+		return ee.code
+	}
 	fmt.Fprintln(stderr, "opsctl:", err)
 	var ue usageError
 	switch {
@@ -100,4 +125,5 @@ func printUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nexit codes: 0 ok, 1 failed, 2 usage mistake, 3 a dependency is unreachable, 4 not found")
+	fmt.Fprintln(w, "(reconcile has its own, those of reconciler once: opsctl reconcile help)")
 }

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"surge/pkg/config"
+	"surge/pkg/ops"
+	"surge/pkg/order"
+	"surge/pkg/reconcile"
+)
+
+// reconcileUsage documents the command and its exit codes. Codes 0-3 are
+// those of `reconciler once`, so a cron job may call either; they differ
+// from opsctl's usual meaning of 1 (failed).
+const reconcileUsage = `opsctl reconcile [--sku S]... [--dry-run] [--json]
+Compare each SKU's stock in Redis with MySQL (the truth) and repair Redis, as
+reconciler once does. Without --sku, every product. --dry-run reports what would
+be repaired and changes nothing in Redis (what it found is still logged in
+MySQL's reconcile_repairs).
+Settings: SURGE_RECONCILE_GRACE (5m), SURGE_RECONCILE_LOOKBACK (15m).
+exit codes (those of reconciler once, plus 4):
+  0  every SKU was consistent
+  1  repairs were applied (with --dry-run: are needed)
+  2  a usage mistake or an invalid SKU, or a SKU or the run failed: see the report
+  3  run again later: a SKU was busy (another run held it, or live traffic moved
+     it), or Redis or MySQL was unreachable
+  4  a SKU is unknown to MySQL; nothing was reconciled`
+
+func init() {
+	commands["reconcile"] = command{"repair Redis from MySQL: reconcile [--sku S]... [--dry-run] [--json]; " +
+		"exit 0 consistent, 1 repaired, 2 failed, 3 busy or unreachable, 4 unknown SKU", runReconcile}
+}
+
+func runReconcile(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprintln(e.out, "usage: "+reconcileUsage)
+		return nil
+	}
+	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var req ops.ReconcileRequest
+	fs.Func("sku", "reconcile this SKU (repeatable)", func(v string) error {
+		req.SKUs = append(req.SKUs, v)
+		return nil
+	})
+	fs.BoolVar(&req.DryRun, "dry-run", false, "report what would be repaired, change nothing")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := fs.Parse(args); err != nil {
+		return usagef("reconcile: %v\nusage: %s", err, reconcileUsage)
+	}
+	if fs.NArg() > 0 {
+		return usagef("reconcile: unexpected argument %q (name SKUs with --sku)\nusage: %s", fs.Arg(0), reconcileUsage)
+	}
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	svc, err := reconciler(ctx, e)
+	if err != nil {
+		return notRun(err)
+	}
+	rep, err := svc.Run(ctx, req)
+	if rep.StartedAt.IsZero() {
+		return notRun(err)
+	}
+	if *asJSON {
+		err = e.printJSON(rep)
+	} else {
+		err = rep.Table(e.out)
+	}
+	if err != nil {
+		return exitError{reconcile.ExitFailed, fmt.Errorf("print report: %w", err)}
+	}
+	if rep.ExitCode != reconcile.ExitConsistent {
+		return exitError{code: rep.ExitCode}
+	}
+	return nil
+}
+
+// reconciler opens Redis and MySQL and builds the reconciler with the
+// settings the reconciler service reads.
+func reconciler(ctx context.Context, e *env) (*ops.Reconcile, error) {
+	var rc config.Reconcile
+	if err := config.Load(&rc); err != nil {
+		return nil, usagef("%v", err)
+	}
+	rdb, err := e.Redis(ctx)
+	if err != nil {
+		return nil, err
+	}
+	db, err := e.DB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rec := reconcile.New(rdb.ClusterClient, reconcile.StoreLedger{Store: db}, reconcile.Options{
+		Grace: rc.Grace, Lookback: rc.Lookback, StateTTL: e.cfg.IdempotencyTTL,
+		// Everything worth saying is in the report.
+		Log: slog.New(slog.DiscardHandler),
+	})
+	return &ops.Reconcile{Rec: rec, DB: db}, nil
+}
+
+// notRun maps an error that kept the run from starting to its exit code.
+// Usage mistakes keep opsctl's code 2, which is also reconcile's "failed".
+func notRun(err error) error {
+	var ue usageError
+	switch {
+	case errors.As(err, &ue), errors.Is(err, order.ErrInvalid):
+		return err
+	case errors.Is(err, order.ErrUnknownSKU):
+		return exitError{exitNotFound, err}
+	case errors.Is(err, order.ErrUnavailable):
+		return exitError{exitUnavailable, err}
+	}
+	return exitError{reconcile.ExitFailed, err}
+}
