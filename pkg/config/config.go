@@ -21,11 +21,16 @@ type Redis struct {
 	User string `envconfig:"REDIS_USER"`
 	// Password is SURGE_REDIS_PASSWORD, default "surge".
 	Password string `envconfig:"REDIS_PASSWORD" default:"surge"`
+	// PoolSize is the connections per node: SURGE_REDIS_POOL_SIZE, default
+	// 64. A flash sale keeps hundreds of requests in flight; with
+	// go-redis's default (10 per CPU) most of them waited for a
+	// connection rather than for Redis.
+	PoolSize int `envconfig:"REDIS_POOL_SIZE" default:"64"`
 }
 
 // Options turns the settings into cluster client options.
 func (r Redis) Options() cluster.Options {
-	return cluster.Options{Addrs: r.Addrs, Username: r.User, Password: r.Password}
+	return cluster.Options{Addrs: r.Addrs, Username: r.User, Password: r.Password, PoolSize: r.PoolSize}
 }
 
 // AMQP locates RabbitMQ and names the topology.
