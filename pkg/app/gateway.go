@@ -17,12 +17,16 @@ import (
 	"surge/pkg/ops"
 	"surge/pkg/queue"
 	"surge/pkg/ratelimit"
+	"surge/pkg/reconcile"
 	"surge/pkg/stock"
 )
 
 // GatewayConfig is the gateway's configuration (SURGE_ variables).
 type GatewayConfig struct {
 	config.Common
+	// Reconcile tunes the admin API's reconcile like the reconciler's
+	// (SURGE_RECONCILE_GRACE, SURGE_RECONCILE_LOOKBACK).
+	config.Reconcile
 	// HTTPAddr is SURGE_HTTP_ADDR, default 127.0.0.1:8080.
 	HTTPAddr string `envconfig:"HTTP_ADDR" default:"127.0.0.1:8080"`
 	// AdminToken guards /v1/admin: SURGE_ADMIN_TOKEN, default
@@ -96,6 +100,9 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st}
 	g.srv = httpapi.NewHTTPServer(cfg.HTTPAddr, instrumented(api))
 	httpapi.MountDeadLetters(api, &ops.DeadLetters{Queue: ops.QueueDead{Conn: eng.mq, Topology: topo}, DB: eng.db})
+	rec := reconcile.New(eng.redis.ClusterClient, reconcile.StoreLedger{Store: eng.db}, reconcile.Options{
+		Grace: cfg.Grace, Lookback: cfg.Lookback, StateTTL: cfg.IdempotencyTTL, Log: log})
+	httpapi.MountReconcile(api, &ops.Reconcile{Rec: rec, DB: eng.db})
 	api.Handle("GET /v1/products/{sku}", api.Products(prods))
 	g.products = prods
 	return g, nil
