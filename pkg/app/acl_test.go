@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -166,18 +167,20 @@ func TestServiceUsersRunTheirScripts(t *testing.T) {
 
 // scanFinds walks every master with SCAN (never KEYS) and looks for key.
 func scanFinds(ctx context.Context, c *cluster.Client, key string) error {
-	found := false
+	var found atomic.Bool // ForEachMaster scans the masters concurrently
 	err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
 		it := n.Scan(ctx, 0, keys.SKUPattern, 1000).Iterator()
 		for it.Next(ctx) {
-			found = found || it.Val() == key
+			if it.Val() == key {
+				found.Store(true)
+			}
 		}
 		return it.Err()
 	})
 	if err != nil {
 		return err
 	}
-	if !found {
+	if !found.Load() {
 		return errors.New("SCAN did not find " + key)
 	}
 	return nil

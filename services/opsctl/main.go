@@ -108,7 +108,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	case errors.Is(err, order.ErrUnavailable):
 		return exitUnavailable
-	case errors.Is(err, order.ErrNotFound):
+	case errors.Is(err, order.ErrNotFound), errors.Is(err, order.ErrUnknownSKU):
 		return exitNotFound
 	}
 	return exitFailed
