@@ -122,9 +122,14 @@ func TestServiceUsersRunTheirScripts(t *testing.T) {
 	// The gateway claims, reserves, releases, limits and loads (admin API).
 	gs := stock.New(gw, stock.Options{})
 	o := order.Order{ID: order.IDFor("c1", "k1"), SKU: sku, Qty: 2, CustomerID: "c1"}
-	t.Cleanup(func() { admin.Del(ctx, keys.Idem(o.ID)) })
-	if _, err := idem.New(gw, time.Minute).Claim(ctx, o); err != nil {
+	t.Cleanup(func() { admin.Del(ctx, keys.Idem(o.ID), keys.CustomerRate(o.CustomerID)) })
+	if _, err := idem.New(gw, time.Minute).Limited(1, 1).Claim(ctx, o); err != nil {
 		t.Fatalf("gateway claim: %v", err)
+	}
+	for name, c := range map[string]*cluster.Client{"gateway": gw, "reconciler": rc, "ops": ops} {
+		if _, err := idem.New(c, time.Minute).Lookup(ctx, o.ID); err != nil {
+			t.Fatalf("%s lookup: %v", name, err)
+		}
 	}
 	if _, err := gs.Reserve(ctx, o); err != nil {
 		t.Fatalf("gateway reserve: %v", err)
@@ -137,8 +142,8 @@ func TestServiceUsersRunTheirScripts(t *testing.T) {
 		t.Fatalf("gateway release: %v", err)
 	}
 	subject := testenv.Unique("acl-")
-	t.Cleanup(func() { admin.Del(ctx, keys.RateLimit("cust:"+subject)) })
-	if _, _, err := ratelimit.New(gw, "cust:", 1, 1).Allow(ctx, subject); err != nil {
+	t.Cleanup(func() { admin.Del(ctx, keys.RateLimit("ip:"+subject)) })
+	if _, _, err := ratelimit.New(gw, "ip:", 1, 1).Allow(ctx, subject); err != nil {
 		t.Fatalf("gateway rate limit: %v", err)
 	}
 	if _, err := gs.SetStock(ctx, sku, 12, 0); err != nil {

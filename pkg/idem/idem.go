@@ -3,26 +3,34 @@
 // the request that created it. A reused key with another body is refused;
 // the record also tells GET /v1/orders/{id} which SKU an order is for.
 // Records expire with the idempotency window, so memory stays bounded.
+//
+// A record lives on its customer's slot (keys.Idem) beside the customer's
+// rate budget (keys.CustomerRate): one script (lua/admit.lua) spends the
+// budget and claims the record, one Redis call per order.
 package idem
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"surge/lua"
 	"surge/pkg/keys"
 	"surge/pkg/order"
 )
 
 // Records stores idempotency records.
 type Records struct {
-	rdb redis.Cmdable
-	ttl time.Duration
+	rdb      redis.Cmdable
+	ttl      time.Duration
+	interval int64 // microseconds between requests at the customer's rate
+	burst    int   // 0: no customer limit
 }
 
 // New returns Records on rdb; ttl <= 0 means 24h.
@@ -33,21 +41,49 @@ func New(rdb redis.Cmdable, ttl time.Duration) *Records {
 	return &Records{rdb: rdb, ttl: ttl}
 }
 
-// Claim records o as the request behind o.ID. first is true when no record
-// existed; a record with the same fingerprint is a retry (first false, nil
-// error); another fingerprint returns order.ErrIdempotencyMismatch.
+// Limited returns Records that also hold each customer to rate requests
+// per second with the given burst (at least 1) before claiming. A rate
+// that is not positive means no limit.
+func (r *Records) Limited(rate float64, burst int) *Records {
+	c := *r
+	c.interval, c.burst = 0, 0
+	if rate > 0 {
+		c.interval = int64(math.Max(1, math.Round(1e6/rate)))
+		c.burst = max(burst, 1)
+	}
+	return &c
+}
+
+// Claim spends one request of o.CustomerID's budget (when Limited) and
+// records o as the request behind o.ID, in one call. first is true when no
+// record existed; a record with the same fingerprint is a retry (first
+// false, nil error); another fingerprint returns
+// order.ErrIdempotencyMismatch. An empty budget returns a
+// *order.RateLimitedError and changes nothing.
 func (r *Records) Claim(ctx context.Context, o order.Order) (first bool, err error) {
 	fp := o.Fingerprint()
-	old, err := r.rdb.SetArgs(ctx, keys.Idem(o.ID), fp, redis.SetArgs{Mode: "NX", Get: true, TTL: r.ttl}).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return true, nil
-	case err != nil:
+	ks := []string{keys.CustomerRate(o.CustomerID), keys.Idem(o.ID)}
+	res, err := lua.Admit.Run(ctx, r.rdb, ks, r.interval, r.burst, fp, r.ttl.Milliseconds()).Slice()
+	if err != nil {
 		return false, fmt.Errorf("claim idempotency record order=%s: %w", o.ID, err)
-	case old != fp:
-		return false, fmt.Errorf("order=%s: %w", o.ID, order.ErrIdempotencyMismatch)
 	}
-	return false, nil
+	if len(res) != 2 {
+		return false, fmt.Errorf("claim idempotency record order=%s: unexpected reply %v", o.ID, res)
+	}
+	if ok, _ := res[0].(int64); ok != 1 {
+		after, _ := res[1].(int64)
+		return false, fmt.Errorf("customer %s: %w", o.CustomerID, &order.RateLimitedError{RetryAfter: time.Duration(after) * time.Microsecond})
+	}
+	switch old := res[1].(type) {
+	case nil:
+		return true, nil
+	case string:
+		if old != fp {
+			return false, fmt.Errorf("order=%s: %w", o.ID, order.ErrIdempotencyMismatch)
+		}
+		return false, nil
+	}
+	return false, fmt.Errorf("claim idempotency record order=%s: unexpected reply %v", o.ID, res)
 }
 
 // Forget deletes the record of an order that was never accepted (its

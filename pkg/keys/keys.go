@@ -1,7 +1,10 @@
 // Package keys builds every Redis key surge uses. Keys of one SKU share the
 // hash tag {sku:X}, so a Lua script sees all of them on one master; keys of
-// one order share {ord:ID}.
+// one customer's gateway state (rate budget, idempotency records) share
+// {cust:TAG}, TAG being order.TagFor(customer), which every order id carries.
 package keys
+
+import "surge/pkg/order"
 
 // Avail is the number of units of sku still sellable.
 func Avail(sku string) string { return "{sku:" + sku + "}:avail" }
@@ -36,7 +39,18 @@ func SKUFromStockKey(key string) (sku string, ok bool) {
 
 // Idem is the idempotency record of one order: the fingerprint of the
 // request that created it. It also lets GET /v1/orders/{id} find the SKU.
-func Idem(orderID string) string { return "{ord:" + orderID + "}:idem" }
+// It lives on the slot of the order's customer (order.CustomerTag), beside
+// CustomerRate, so one script limits and claims.
+func Idem(orderID string) string {
+	return "{cust:" + order.CustomerTag(orderID) + "}:idem:" + orderID
+}
+
+// CustomerRate is the rate budget of one customer on POST /v1/orders. The
+// customer id follows the tag: two customers sharing a tag keep their own
+// budgets.
+func CustomerRate(customerID string) string {
+	return "{cust:" + order.TagFor(customerID) + "}:rl:" + customerID
+}
 
 // Lock is the lease key of a distributed lock on name.
 func Lock(name string) string { return "{lock:" + name + "}" }
@@ -61,5 +75,6 @@ func Product(sku string) string { return Cache(ProductNamespace, sku) }
 // ProductLease is the rebuild lease of the cached product view of sku.
 func ProductLease(sku string) string { return CacheLease(ProductNamespace, sku) }
 
-// RateLimit is the rate-limit counter of one subject (customer or IP).
+// RateLimit is the rate-limit counter of one subject (a client IP; the
+// customer limit uses CustomerRate).
 func RateLimit(subject string) string { return "{rl:" + subject + "}" }

@@ -3,6 +3,7 @@ package order
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Domain errors. Adapters wrap them with %w; the HTTP layer, opsctl and the
@@ -30,7 +31,24 @@ var (
 	// ErrStaleFence means a write carried a fencing token lower than one
 	// already recorded: a newer lock holder owns the order.
 	ErrStaleFence = errors.New("stale fencing token")
+	// ErrRateLimited means the customer spent their request budget; a
+	// *RateLimitedError says how long to wait.
+	ErrRateLimited = errors.New("rate limited")
 )
+
+// RateLimitedError refuses a request over its budget. It matches
+// ErrRateLimited with errors.Is.
+type RateLimitedError struct {
+	// RetryAfter is how long until one request fits the budget again.
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitedError) Error() string {
+	return fmt.Sprintf("%v: retry after %v", ErrRateLimited, e.RetryAfter)
+}
+
+// Is reports whether target is ErrRateLimited.
+func (e *RateLimitedError) Is(target error) bool { return target == ErrRateLimited }
 
 // invalid builds a validation error that wraps ErrInvalid.
 func invalid(format string, args ...any) error {

@@ -24,6 +24,7 @@ const (
 	MaxNameLen       = 200
 	MaxPriceCents    = 1_000_000_000_00
 	orderIDHashBytes = 12
+	customerTagBytes = 4
 )
 
 // Status is where an order stands.
@@ -117,10 +118,30 @@ func validateToken(field, v string, max int) error {
 // IDFor derives the order id from the customer and their idempotency key.
 // The same (customer, key) always names the same order, so every layer
 // (reservation, queue, MySQL) deduplicates retries by order id, even after
-// a Redis failover lost the idempotency record.
+// a Redis failover lost the idempotency record. The id is "o_", the
+// customer's tag (TagFor) and 16 hex characters of sha256(customer, key):
+// the tag lets the gateway find the order's idempotency record, which lives
+// on the customer's slot, from the id alone.
 func IDFor(customerID, idemKey string) string {
 	h := sha256.Sum256([]byte(customerID + "\x00" + idemKey))
-	return "o_" + hex.EncodeToString(h[:orderIDHashBytes])
+	return "o_" + TagFor(customerID) + hex.EncodeToString(h[:orderIDHashBytes-customerTagBytes])
+}
+
+// TagFor is the customer's tag: the first 8 hex characters of
+// sha256(customer id). The customer's gateway state (rate budget,
+// idempotency records) shares the hash tag {cust:TAG}.
+func TagFor(customerID string) string {
+	h := sha256.Sum256([]byte(customerID))
+	return hex.EncodeToString(h[:customerTagBytes])
+}
+
+// CustomerTag is the tag (TagFor) of the customer an id produced by IDFor
+// belongs to; it is "" for an id too short to carry one.
+func CustomerTag(id string) string {
+	if len(id) < 2+2*customerTagBytes {
+		return ""
+	}
+	return id[2 : 2+2*customerTagBytes]
 }
 
 // ValidateID checks an order id as produced by IDFor.

@@ -1,0 +1,14 @@
+package lua
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed admit.lua
+var admitSrc string
+
+// Admit spends one request of a customer's budget and claims the order's
+// idempotency record in one call (pkg/idem).
+var Admit = redis.NewScript(admitSrc)
