@@ -82,9 +82,10 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	st := stock.New(eng.redis, stock.Options{StateTTL: cfg.IdempotencyTTL,
 		WaitReplicas: cfg.ReserveWaitReplicas, WaitTimeout: cfg.ReserveWaitTimeout})
 	records := idem.New(eng.redis, cfg.IdempotencyTTL)
+	claims := customerLimited(records, cfg.RateLimit)
 	prods := newProducts(eng.redis, eng.db, cfg.ProductTTL, log)
 	api := &httpapi.Server{
-		Orders: &gateway.Service{Stock: metrics.Reserver{Next: st}, Idem: records,
+		Orders: &gateway.Service{Stock: metrics.Reserver{Next: st}, Idem: claims,
 			Queue: metrics.Publisher{Next: pub}, Catalog: catalog{eng.db}, Log: log},
 		Status:     &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st},
 		Stock:      stockAdmin{&ops.Stock{DB: eng.db, Redis: st}, prods},
@@ -96,7 +97,7 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 			{Name: "mysql", Ping: eng.db.Ping},
 		},
 	}
-	api.CustomerLimit, api.IPLimit = orderLimits(eng.redis, cfg.RateLimit)
+	api.IPLimit = ipLimit(eng.redis, cfg.RateLimit)
 	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st}
 	g.srv = httpapi.NewHTTPServer(cfg.HTTPAddr, instrumented(api))
 	httpapi.MountDeadLetters(api, &ops.DeadLetters{Queue: ops.QueueDead{Conn: eng.mq, Topology: topo}, DB: eng.db})

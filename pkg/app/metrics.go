@@ -9,25 +9,35 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"surge/pkg/cache"
+	"surge/pkg/gateway"
 	"surge/pkg/httpapi"
+	"surge/pkg/idem"
 	"surge/pkg/lock"
 	"surge/pkg/metrics"
 	"surge/pkg/ratelimit"
 	"surge/pkg/worker"
 )
 
-// orderLimits builds POST /v1/orders's per-customer and per-IP limiters,
-// shared by every gateway through Redis and counted in metrics. A limit
-// turned off (negative rate) stays nil.
-func orderLimits(rdb redis.Scripter, c ratelimit.Config) (customer, ip httpapi.Limiter) {
+// ipLimit builds POST /v1/orders's per-IP limiter, shared by every gateway
+// through Redis and counted in metrics; nil when turned off (negative
+// rate).
+func ipLimit(rdb redis.Scripter, c ratelimit.Config) httpapi.Limiter {
 	c = c.WithDefaults()
-	if l := ratelimit.New(rdb, "cust:", c.CustomerRate, c.CustomerBurst); l != nil {
-		customer = metrics.Limiter{Scope: "customer", Next: l}
-	}
 	if l := ratelimit.New(rdb, "ip:", c.IPRate, c.IPBurst); l != nil {
-		ip = metrics.Limiter{Scope: "ip", Next: l}
+		return metrics.Limiter{Scope: "ip", Next: l}
 	}
-	return customer, ip
+	return nil
+}
+
+// customerLimited holds each customer to the configured budget inside the
+// idempotency claim (one script, one Redis call) and counts the decisions;
+// with the limit off (negative rate) it is records as they are.
+func customerLimited(records *idem.Records, c ratelimit.Config) gateway.Claimer {
+	c = c.WithDefaults()
+	if c.CustomerRate <= 0 {
+		return records
+	}
+	return metrics.CustomerLimited{Next: records.Limited(c.CustomerRate, c.CustomerBurst)}
 }
 
 // instrumented builds api's routes, mounts GET /metrics beside them and

@@ -22,7 +22,9 @@ type Reserver interface {
 	Release(ctx context.Context, sku, orderID string, mode stock.ReleaseMode) (int, error)
 }
 
-// Claimer keeps idempotency records. *idem.Records implements it.
+// Claimer keeps idempotency records. *idem.Records implements it; Claim
+// also spends the customer's rate budget and returns an error wrapping
+// order.ErrRateLimited when it is empty.
 type Claimer interface {
 	Claim(ctx context.Context, o order.Order) (first bool, err error)
 	Forget(ctx context.Context, orderID string) error
@@ -64,7 +66,7 @@ type Accepted struct {
 
 // Accept validates o, derives its id from the customer and idemKey, and
 // reserves and publishes it. Errors wrap order's sentinels: ErrInvalid,
-// ErrIdempotencyMismatch, ErrSoldOut, ErrUnknownSKU, ErrUnavailable.
+// ErrRateLimited, ErrIdempotencyMismatch, ErrSoldOut, ErrUnknownSKU, ErrUnavailable.
 func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Accepted, error) {
 	if err := order.ValidateIdempotencyKey(idemKey); err != nil {
 		return Accepted{}, err
@@ -75,7 +77,7 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	o.ID = order.IDFor(o.CustomerID, idemKey)
 	first, err := s.Idem.Claim(ctx, o)
 	if err != nil {
-		return Accepted{}, unavailableUnless(err, order.ErrIdempotencyMismatch)
+		return Accepted{}, unavailableUnless(err, order.ErrIdempotencyMismatch, order.ErrRateLimited)
 	}
 	res, err := s.Stock.Reserve(ctx, o)
 	if err != nil {
@@ -138,11 +140,13 @@ func (s *Service) forget(ctx context.Context, o order.Order, first bool) {
 	}
 }
 
-// unavailableUnless passes err through when it wraps keep, and otherwise
-// marks it as a dependency failure.
-func unavailableUnless(err, keep error) error {
-	if errors.Is(err, keep) {
-		return err
+// unavailableUnless passes err through when it wraps one of keep, and
+// otherwise marks it as a dependency failure.
+func unavailableUnless(err error, keep ...error) error {
+	for _, k := range keep {
+		if errors.Is(err, k) {
+			return err
+		}
 	}
 	return fmt.Errorf("%w: %w", order.ErrUnavailable, err)
 }

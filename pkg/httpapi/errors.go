@@ -40,6 +40,7 @@ var errorCodes = []struct {
 	{order.ErrUnknownSKU, http.StatusNotFound, "unknown_sku"},
 	{order.ErrNotFound, http.StatusNotFound, "not_found"},
 	{order.ErrIdempotencyMismatch, http.StatusUnprocessableEntity, "idempotency_mismatch"},
+	{order.ErrRateLimited, http.StatusTooManyRequests, "rate_limited"},
 	{order.ErrConflict, http.StatusConflict, "conflict"},
 	{order.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
 	{order.ErrNotLoaded, http.StatusServiceUnavailable, "unavailable"},
@@ -48,8 +49,9 @@ var errorCodes = []struct {
 // publicMessages replace internal detail (addresses, driver text) in the
 // answers to clients; the full error goes to the log.
 var publicMessages = map[string]string{
-	"sold_out":    "not enough units left for this order",
-	"unavailable": "the service cannot take this request right now; retry later",
+	"sold_out":     "not enough units left for this order",
+	"unavailable":  "the service cannot take this request right now; retry later",
+	"rate_limited": "too many requests; retry after the delay in Retry-After",
 }
 
 func classify(err error) (status int, code, msg string) {
@@ -79,6 +81,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, code, msg := classify(err)
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
+	}
+	var rl *order.RateLimitedError
+	if errors.As(err, &rl) {
+		setRetryAfter(w, rl.RetryAfter)
 	}
 	if status >= 500 {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)

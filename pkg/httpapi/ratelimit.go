@@ -31,10 +31,15 @@ func (s *Server) overLimit(w http.ResponseWriter, r *http.Request, l Limiter, su
 	if ok {
 		return false
 	}
-	secs := int(math.Ceil(after.Seconds()))
-	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+	setRetryAfter(w, after)
 	s.writeError(w, r, &apiError{http.StatusTooManyRequests, "rate_limited", "too many requests; retry after the delay in Retry-After"})
 	return true
+}
+
+// setRetryAfter sets Retry-After to after in whole seconds, at least 1.
+func setRetryAfter(w http.ResponseWriter, after time.Duration) {
+	secs := int(math.Ceil(after.Seconds()))
+	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
 }
 
 // clientIP is the address the request came from. X-Forwarded-For is not

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -39,6 +40,20 @@ func (a *acceptAll) Accept(_ context.Context, o order.Order, _ string) (gateway.
 	return gateway.Accepted{OrderID: "o_1", Status: order.StatusAccepted, SKU: o.SKU, Qty: o.Qty}, nil
 }
 
+// limitedAcceptor refuses customers over their budget the way
+// gateway.Service does: an error wrapping *order.RateLimitedError.
+type limitedAcceptor struct {
+	acceptAll
+	budget *budget
+}
+
+func (a *limitedAcceptor) Accept(ctx context.Context, o order.Order, key string) (gateway.Accepted, error) {
+	if ok, after, _ := a.budget.Allow(ctx, o.CustomerID); !ok {
+		return gateway.Accepted{}, fmt.Errorf("customer %s: %w", o.CustomerID, &order.RateLimitedError{RetryAfter: after})
+	}
+	return a.acceptAll.Accept(ctx, o, key)
+}
+
 func postAs(t *testing.T, h http.Handler, customer string) *httptest.ResponseRecorder {
 	t.Helper()
 	body := `{"sku":"sku-1","qty":1,"customer_id":"` + customer + `"}`
@@ -50,10 +65,8 @@ func postAs(t *testing.T, h http.Handler, customer string) *httptest.ResponseRec
 }
 
 func TestRateLimitAnswers429WithRetryAfter(t *testing.T) {
-	acc := &acceptAll{}
-	s := &Server{Orders: acc,
-		CustomerLimit: &budget{left: map[string]int{"alice": 2}, after: 1500 * time.Millisecond},
-		IPLimit:       &budget{left: map[string]int{"192.0.2.1": 100}}}
+	acc := &limitedAcceptor{budget: &budget{left: map[string]int{"alice": 2}, after: 1500 * time.Millisecond}}
+	s := &Server{Orders: acc, IPLimit: &budget{left: map[string]int{"192.0.2.1": 100}}}
 	h := s.Handler()
 	for i := range 2 {
 		if rec := postAs(t, h, "alice"); rec.Code != http.StatusAccepted {
@@ -69,7 +82,7 @@ func TestRateLimitAnswers429WithRetryAfter(t *testing.T) {
 		t.Fatalf("429 body %s (err %v), want code rate_limited", rec.Body, err)
 	}
 	if acc.n != 2 {
-		t.Fatalf("%d orders reached the gateway, want 2: a limited request must not reserve", acc.n)
+		t.Fatalf("%d orders accepted, want 2: a limited request must not reserve", acc.n)
 	}
 }
 
@@ -81,7 +94,7 @@ func TestRateLimitPerIPAndFailOpen(t *testing.T) {
 	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" {
 		t.Fatalf("empty IP budget: %d Retry-After %q, want 429 with Retry-After 1", rec.Code, rec.Header().Get("Retry-After"))
 	}
-	s2 := &Server{Orders: acc, CustomerLimit: &budget{err: errors.New("redis down")}}
+	s2 := &Server{Orders: acc, IPLimit: &budget{err: errors.New("redis down")}}
 	if rec := postAs(t, s2.Handler(), "bob"); rec.Code != http.StatusAccepted {
 		t.Fatalf("limiter failing: %d, want the request let through (202)", rec.Code)
 	}

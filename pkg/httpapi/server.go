@@ -47,10 +47,10 @@ type Server struct {
 	Ready      []Check
 	AdminToken string
 	Log        *slog.Logger
-	// CustomerLimit and IPLimit rate-limit POST /v1/orders per customer
-	// and per client IP (429 with Retry-After). Nil means no limit.
-	CustomerLimit Limiter
-	IPLimit       Limiter
+	// IPLimit rate-limits POST /v1/orders per client IP (429 with
+	// Retry-After). Nil means no limit. The per-customer limit is Orders'
+	// (an error wrapping order.ErrRateLimited, answered the same way).
+	IPLimit Limiter
 
 	log *slog.Logger
 	mux *http.ServeMux
@@ -129,11 +129,6 @@ func (s *Server) postOrder(w http.ResponseWriter, r *http.Request) {
 	o, err := req.order()
 	if err != nil {
 		s.writeError(w, r, err)
-		return
-	}
-	// An invalid order is answered 400 by Accept; only valid customer ids
-	// name a budget.
-	if o.Validate() == nil && s.overLimit(w, r, s.CustomerLimit, o.CustomerID) {
 		return
 	}
 	acc, err := s.Orders.Accept(r.Context(), o, r.Header.Get("Idempotency-Key"))

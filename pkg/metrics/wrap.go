@@ -183,3 +183,39 @@ func (l Limiter) Allow(ctx context.Context, subject string) (bool, time.Duration
 	rateLimited.WithLabelValues(l.Scope, decision).Inc()
 	return ok, after, err
 }
+
+// OrderClaimer spends a customer's budget and claims an order's
+// idempotency record in one call. *idem.Records implements it.
+type OrderClaimer interface {
+	Claim(ctx context.Context, o order.Order) (first bool, err error)
+	Forget(ctx context.Context, orderID string) error
+}
+
+// CustomerLimited counts the customer rate-limit decisions Next makes
+// inside Claim, under the scope "customer" as Limiter would.
+type CustomerLimited struct {
+	Next OrderClaimer
+}
+
+var _ OrderClaimer = CustomerLimited{}
+
+// Claim calls Next.Claim and counts its rate-limit decision: limited when
+// it refused with order.ErrRateLimited, error when Redis failed, allowed
+// otherwise (a reused key with another body passed the limit).
+func (c CustomerLimited) Claim(ctx context.Context, o order.Order) (bool, error) {
+	first, err := c.Next.Claim(ctx, o)
+	decision := "allowed"
+	switch {
+	case errors.Is(err, order.ErrRateLimited):
+		decision = "limited"
+	case err != nil && !errors.Is(err, order.ErrIdempotencyMismatch):
+		decision = "error"
+	}
+	rateLimited.WithLabelValues("customer", decision).Inc()
+	return first, err
+}
+
+// Forget calls Next.Forget.
+func (c CustomerLimited) Forget(ctx context.Context, orderID string) error {
+	return c.Next.Forget(ctx, orderID)
+}
