@@ -82,6 +82,9 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker
 	w := &Worker{cfg: cfg, log: log, eng: eng, cons: cons, proc: proc, batcher: batcher}
 	if cfg.MetricsAddr != "" {
 		if w.mets, err = metrics.Listen(cfg.MetricsAddr); err != nil {
+			if batcher != nil {
+				batcher.Close()
+			}
 			eng.close()
 			return nil, err
 		}
