@@ -23,6 +23,17 @@ import (
 	"surge/pkg/config"
 )
 
+const usage = `usage: loadgen COMMAND [FLAGS]   (loadgen COMMAND -h lists a command's flags)
+
+  run -sku S [-stock N] (-n N | -d D) [-c C] [-rate R] [-check]   load the gateway
+  naive-server [-addr A]        the naive baseline: one MySQL transaction per order
+  raw redis|amqp|mysql|http     the engines' (and HTTP's) raw ceilings
+  report -dir var/bench         results.json, the table and the plots
+  reset                         drop the benchmark's database and queues
+
+make bench runs the whole benchmark (deploy/bench.sh).
+`
+
 // loadgenConfig is what loadgen reads from SURGE_ variables.
 type loadgenConfig struct {
 	config.Common
@@ -50,6 +61,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("want a command: run, naive-server, raw, report or reset")
 	}
 	switch args[0] {
+	case "help", "-h", "--help":
+		_, err := io.WriteString(stdout, usage)
+		return err
 	case "run":
 		return runLoad(ctx, cfg, args[1:], stdout, stderr)
 	case "naive-server":
