@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -121,12 +120,7 @@ func (h *dlqHandlers) discard(w http.ResponseWriter, r *http.Request) {
 	h.answer(w, r, rep, err)
 }
 
-// failedReport is the error shape plus what was done before the failure.
-type failedReport struct {
-	Error  errorDetail `json:"error"`
-	Report ops.Report  `json:"report"`
-}
-
+// answer writes rep, or err with what was done before the failure.
 func (h *dlqHandlers) answer(w http.ResponseWriter, r *http.Request, rep ops.Report, err error) {
 	switch {
 	case err == nil:
@@ -138,26 +132,13 @@ func (h *dlqHandlers) answer(w http.ResponseWriter, r *http.Request, rep ops.Rep
 	}
 }
 
-// fail answers err with its status and code from the contract's table
-// and its full message, with rep when some of the work was done.
+// fail answers err, with rep when some of the work was done.
 func (h *dlqHandlers) fail(w http.ResponseWriter, r *http.Request, err error, rep *ops.Report) {
-	status, code, msg := classify(err)
-	var ae *apiError
-	if !errors.As(err, &ae) {
-		msg = err.Error()
-	}
-	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
-	}
-	if status >= 500 {
-		h.s.log.Error("dead-letter operation failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
-	}
-	detail := errorDetail{Code: code, Message: msg}
+	var report any
 	if rep != nil {
-		writeJSON(w, status, failedReport{Error: detail, Report: *rep})
-		return
+		report = *rep
 	}
-	writeJSON(w, status, errorBody{Error: detail})
+	h.s.writeFailure(w, r, "dead-letter operation", err, report)
 }
 
 func actor(r *http.Request) string {

@@ -91,3 +91,28 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: msg}})
 }
+
+// failureBody is the error shape plus, when part of an operation was done
+// before it failed, the report of what was done.
+type failureBody struct {
+	Error  errorDetail `json:"error"`
+	Report any         `json:"report,omitempty"`
+}
+
+// writeFailure answers an admin operation's error with its status and code
+// from the contract's table and its full message (operators need the
+// detail), with report (nil when nothing was done).
+func (s *Server) writeFailure(w http.ResponseWriter, r *http.Request, what string, err error, report any) {
+	status, code, msg := classify(err)
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		msg = err.Error()
+	}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	if status >= 500 {
+		s.log.Error(what+" failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	}
+	writeJSON(w, status, failureBody{Error: errorDetail{Code: code, Message: msg}, Report: report})
+}

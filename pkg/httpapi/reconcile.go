@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"time"
@@ -47,12 +46,6 @@ type reconcileHandler struct {
 	rc ReconcileAdmin
 }
 
-// failedReconcile is the error shape plus the report of the run.
-type failedReconcile struct {
-	Error  errorDetail      `json:"error"`
-	Report reconcile.Report `json:"report"`
-}
-
 func (h *reconcileHandler) reconcile(w http.ResponseWriter, r *http.Request) {
 	var req ops.ReconcileRequest
 	if err := decodeOptional(w, r, &req); err != nil {
@@ -72,26 +65,13 @@ func (h *reconcileHandler) reconcile(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// fail answers err with its status and code from the contract's table and
-// its full message, with the report when the run happened.
+// fail answers err, with the report when the run happened.
 func (h *reconcileHandler) fail(w http.ResponseWriter, r *http.Request, err error, rep *reconcile.Report) {
-	status, code, msg := classify(err)
-	var ae *apiError
-	if !errors.As(err, &ae) {
-		msg = err.Error()
-	}
-	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
-	}
-	if status >= 500 {
-		h.s.log.Error("reconcile failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
-	}
-	detail := errorDetail{Code: code, Message: msg}
+	var report any
 	if rep != nil {
-		writeJSON(w, status, failedReconcile{Error: detail, Report: *rep})
-		return
+		report = *rep
 	}
-	writeJSON(w, status, errorBody{Error: detail})
+	h.s.writeFailure(w, r, "reconcile", err, report)
 }
 
 // decodeOptional is decode for a body that may be absent: an empty body
