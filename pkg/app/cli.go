@@ -1,0 +1,42 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"surge/pkg/config"
+	"surge/pkg/profile"
+)
+
+// Main runs a service's command line: run gets a context cancelled by
+// SIGINT or SIGTERM (the start of the service's documented shutdown) and
+// the arguments; an error goes to stderr with the service's name and the
+// process exits 1.
+func Main(name string, run func(ctx context.Context, args []string) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:])
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+}
+
+// ServeProfiles serves net/http/pprof on SURGE_PPROF_ADDR when it is set
+// (for profiling under load; keep it on a private address).
+func ServeProfiles(ctx context.Context, log *slog.Logger) error {
+	var cfg struct {
+		PprofAddr string `envconfig:"PPROF_ADDR"`
+	}
+	if err := config.Load(&cfg); err != nil {
+		return err
+	}
+	if err := profile.Serve(ctx, cfg.PprofAddr, log); err != nil {
+		return fmt.Errorf("serve profiles on %s: %w", cfg.PprofAddr, err)
+	}
+	return nil
+}
