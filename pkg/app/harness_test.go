@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -82,25 +81,7 @@ func deleteTopology(c config.Common) {
 func startGateway(t *testing.T, c config.Common) (string, *app.Gateway) {
 	t.Helper()
 	cfg := app.GatewayConfig{Common: c, AdminToken: "test-token", PublishChannels: 8, ConfirmTimeout: 2 * time.Second}
-	ctx, cancel := context.WithCancel(context.Background())
-	g, err := app.NewGateway(ctx, cfg, quietLog())
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("gateway run: %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String(), g
+	return startGatewayConfig(t, cfg)
 }
 
 // workerConfig is the production defaults (batching, locks) on c, with no
