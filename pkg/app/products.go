@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -43,6 +44,12 @@ type products struct {
 	db    productSource
 	avail availReader
 	log   *slog.Logger
+
+	mu sync.Mutex
+	// refreshing holds the SKUs with a refresh running; true means
+	// another sale came in meanwhile and one more refresh is due.
+	refreshing map[string]bool
+	wg         sync.WaitGroup
 }
 
 // newProducts builds the product views on rdb and db; ttl is how long a
@@ -59,7 +66,7 @@ type productRedis interface {
 
 // newProductsWith is newProducts with every cache option.
 func newProductsWith(rdb productRedis, db productSource, opts cache.Options, log *slog.Logger) *products {
-	p := &products{db: db, avail: rdb, log: log}
+	p := &products{db: db, avail: rdb, log: log, refreshing: map[string]bool{}}
 	opts.Namespace, opts.Log = keys.ProductNamespace, log
 	if opts.OnGet == nil {
 		opts.OnGet = metrics.CacheRead
@@ -119,10 +126,42 @@ func (p *products) Product(ctx context.Context, sku string) (httpapi.ProductView
 	return v, nil
 }
 
-// Refresh sets the cached view's available to Redis's avail after a sale,
-// without asking MySQL; an uncached view is left to the next reader.
-// Failures are logged: the view's TTL bounds how stale it gets.
-func (p *products) Refresh(ctx context.Context, sku string) {
+// Refresh rewrites available in sku's cached view after a sale. It does
+// not wait: refreshes of one SKU are coalesced, so a burst of commits on a
+// hot SKU costs one refresh running plus at most one more after it (which
+// reads avail after the last of them), instead of one compare-and-swap
+// race per order on the same key.
+func (p *products) Refresh(_ context.Context, sku string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, running := p.refreshing[sku]; running {
+		p.refreshing[sku] = true // run once more when the current one ends
+		return
+	}
+	p.refreshing[sku] = false
+	p.wg.Add(1)
+	go p.refreshLoop(sku)
+}
+
+func (p *products) refreshLoop(sku string) {
+	defer p.wg.Done()
+	for {
+		p.refreshOnce(sku)
+		p.mu.Lock()
+		again := p.refreshing[sku]
+		if !again {
+			delete(p.refreshing, sku)
+			p.mu.Unlock()
+			return
+		}
+		p.refreshing[sku] = false
+		p.mu.Unlock()
+	}
+}
+
+func (p *products) refreshOnce(sku string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
 	_, err := p.cache.Update(ctx, sku, func(old []byte) ([]byte, error) {
 		var v httpapi.ProductView
 		if err := json.Unmarshal(old, &v); err != nil {
@@ -140,8 +179,11 @@ func (p *products) Refresh(ctx context.Context, sku string) {
 	}
 }
 
-// Close waits for background rebuilds.
-func (p *products) Close() { p.cache.Close() }
+// Close waits for background refreshes and rebuilds.
+func (p *products) Close() {
+	p.wg.Wait()
+	p.cache.Close()
+}
 
 // stockAdmin drops the cached view of a SKU whose stock, name or price an
 // operator just set.

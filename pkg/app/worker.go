@@ -51,7 +51,9 @@ type Worker struct {
 	proc *worker.Processor
 	// batcher coalesces the handlers' transactions; nil when disabled.
 	batcher *store.Batcher
-	mets    *metrics.Endpoint // nil without MetricsAddr
+	// products refreshes cached product views in the background.
+	products *products
+	mets     *metrics.Endpoint // nil without MetricsAddr
 }
 
 // NewWorker opens the engines, declares the topology and builds the
@@ -75,16 +77,18 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker
 		Observer: metrics.WorkerObserver{},
 	}
 	proc.Lock = countedLocker(newOrderLocker(eng.redis, cfg.LockTTL))
-	proc.Cache = newProducts(eng.redis, eng.db, 0, log)
+	prods := newProducts(eng.redis, eng.db, 0, log)
+	proc.Cache = prods
 	cons := queue.NewConsumer(eng.mq, cfg.AMQP.Topology(), queue.ConsumerOptions{
 		Prefetch: cfg.Prefetch, Concurrency: cfg.Concurrency, Logger: log,
 	})
-	w := &Worker{cfg: cfg, log: log, eng: eng, cons: cons, proc: proc, batcher: batcher}
+	w := &Worker{cfg: cfg, log: log, eng: eng, cons: cons, proc: proc, batcher: batcher, products: prods}
 	if cfg.MetricsAddr != "" {
 		if w.mets, err = metrics.Listen(cfg.MetricsAddr); err != nil {
 			if batcher != nil {
 				batcher.Close()
 			}
+			prods.Close()
 			eng.close()
 			return nil, err
 		}
@@ -102,6 +106,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.batcher != nil {
 		w.batcher.Close() // after the consumer drained: no order is waiting
 	}
+	w.products.Close() // the last refreshes, before Redis closes
 	w.eng.close()
 	return err
 }
