@@ -127,7 +127,7 @@ func TestAdminReconcile(t *testing.T) {
 // TestAdminReconcileAsGatewayUser runs the endpoint on the gateway's own
 // Redis and MySQL users (deploy/redis-users.acl, deploy/mysql-grants.sql):
 // it repairs a SKU, and while another run holds the SKU's lease it answers
-// 409 with the report, which needs redislock's GETRANGE on that lease.
+// 409 with the report, which needs the lock scripts on that lease.
 func TestAdminReconcileAsGatewayUser(t *testing.T) {
 	serviceRedis(t, "gateway")
 	c := commonConfig(t)

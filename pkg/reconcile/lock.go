@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 
-	"surge/pkg/keys"
+	"surge/pkg/lock"
 )
 
 // ErrBusy means another run holds the SKU's lock.
@@ -31,10 +30,10 @@ type LockOptions struct {
 	Wait time.Duration
 }
 
-// RedisLocker is a Locker on the lease key keys.Lock("reconcile:<sku>"),
-// taken with SET NX PX and released only by its token (bsm/redislock).
+// RedisLocker is a Locker on pkg/lock's lease "reconcile:<sku>" (SET NX
+// PX, released only by its token), the lock the worker uses for orders.
 type RedisLocker struct {
-	c    *redislock.Client
+	c    *lock.Client
 	opts LockOptions
 }
 
@@ -48,7 +47,7 @@ func NewRedisLocker(rdb redis.Scripter, opts LockOptions) *RedisLocker {
 	if opts.Wait <= 0 {
 		opts.Wait = 2 * time.Second
 	}
-	return &RedisLocker{c: redislock.New(rdb), opts: opts}
+	return &RedisLocker{c: lock.New(rdb, lock.Options{}), opts: opts}
 }
 
 // Lock takes sku's lease, waiting up to LockOptions.Wait while another run
@@ -56,10 +55,9 @@ func NewRedisLocker(rdb redis.Scripter, opts LockOptions) *RedisLocker {
 func (l *RedisLocker) Lock(ctx context.Context, sku string) (func(), error) {
 	wctx, cancel := context.WithTimeout(ctx, l.opts.Wait)
 	defer cancel()
-	retry := &redislock.Options{RetryStrategy: redislock.LinearBackoff(50 * time.Millisecond)}
-	lease, err := l.c.Obtain(wctx, keys.Lock("reconcile:"+sku), l.opts.TTL, retry)
+	lease, err := l.c.Acquire(wctx, "reconcile:"+sku, l.opts.TTL, lock.Linear(50*time.Millisecond, 0))
 	switch {
-	case errors.Is(err, redislock.ErrNotObtained),
+	case errors.Is(err, lock.ErrNotObtained),
 		errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		return nil, fmt.Errorf("lock sku=%s: %w", sku, ErrBusy)
 	case err != nil:
