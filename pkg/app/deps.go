@@ -12,6 +12,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
+
 	"surge/pkg/cluster"
 	"surge/pkg/config"
 	"surge/pkg/gateway"
@@ -25,8 +27,11 @@ import (
 // order of opening.
 type engines struct {
 	redis *cluster.Client
-	mq    *queue.Conn
-	db    *store.Store
+	// fast is redis's handle for the per-order commands: its
+	// autopipeliner unless SURGE_REDIS_AUTOPIPELINE=false.
+	fast redis.Cmdable
+	mq   *queue.Conn
+	db   *store.Store
 }
 
 func openEngines(ctx context.Context, c config.Common, name string, log *slog.Logger) (*engines, error) {
@@ -36,6 +41,12 @@ func openEngines(ctx context.Context, c config.Common, name string, log *slog.Lo
 		e.close()
 		return nil, fmt.Errorf("redis cluster: %w", err)
 	}
+	fast, err := e.redis.Batched()
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	e.fast = fast
 	db, err := store.Open(ctx, c.MySQL.DSN, store.Options{MaxOpenConns: c.MySQL.MaxConns, MaxIdleConns: c.MySQL.MaxConns})
 	if err != nil {
 		e.close()

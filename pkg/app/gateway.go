@@ -79,11 +79,11 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 		eng.close()
 		return nil, fmt.Errorf("publisher: %w", err)
 	}
-	st := stock.New(eng.redis, stock.Options{StateTTL: cfg.IdempotencyTTL,
+	st := stock.New(reserveClient(eng, cfg.ReserveWaitReplicas), stock.Options{StateTTL: cfg.IdempotencyTTL,
 		WaitReplicas: cfg.ReserveWaitReplicas, WaitTimeout: cfg.ReserveWaitTimeout})
-	records := idem.New(eng.redis, cfg.IdempotencyTTL)
+	records := idem.New(eng.fast, cfg.IdempotencyTTL)
 	claims := customerLimited(records, cfg.RateLimit)
-	prods := newProducts(eng.redis, eng.db, cfg.ProductTTL, log)
+	prods := newProducts(eng.fast, eng.db, cfg.ProductTTL, log)
 	api := &httpapi.Server{
 		Orders: &gateway.Service{Stock: metrics.Reserver{Next: st}, Idem: claims,
 			Queue: metrics.Publisher{Next: pub}, Catalog: catalog{eng.db}, Log: log},
@@ -97,7 +97,7 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 			{Name: "mysql", Ping: eng.db.Ping},
 		},
 	}
-	api.IPLimit = ipLimit(eng.redis, cfg.RateLimit)
+	api.IPLimit = ipLimit(eng.fast, cfg.RateLimit)
 	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st}
 	g.srv = httpapi.NewHTTPServer(cfg.HTTPAddr, instrumented(api))
 	httpapi.MountDeadLetters(api, &ops.DeadLetters{Queue: ops.QueueDead{Conn: eng.mq, Topology: topo}, DB: eng.db})
@@ -107,6 +107,16 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	api.Handle("GET /v1/products/{sku}", api.Products(prods))
 	g.products = prods
 	return g, nil
+}
+
+// reserveClient is the Redis handle the reserve script runs on: the
+// batched one, except when each reservation waits for replicas, which needs
+// the connection that ran the script (WAIT counts that connection's writes).
+func reserveClient(eng *engines, waitReplicas int) stock.Client {
+	if waitReplicas > 0 {
+		return eng.redis.ClusterClient
+	}
+	return eng.fast
 }
 
 // Run serves on ln (or on HTTPAddr when ln is nil) until ctx ends, then

@@ -71,13 +71,13 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker
 	}
 	proc := &worker.Processor{
 		Ledger:   ledger,
-		Stock:    stock.New(eng.redis, stock.Options{StateTTL: cfg.IdempotencyTTL}),
+		Stock:    stock.New(eng.fast, stock.Options{StateTTL: cfg.IdempotencyTTL}),
 		Log:      log,
 		Timeout:  cfg.OrderTimeout,
 		Observer: metrics.WorkerObserver{},
 	}
-	proc.Lock = countedLocker(newOrderLocker(eng.redis, cfg.LockTTL))
-	prods := newProducts(eng.redis, eng.db, 0, log)
+	proc.Lock = countedLocker(newOrderLocker(eng.fast, cfg.LockTTL))
+	prods := newProducts(eng.fast, eng.db, 0, log)
 	proc.Cache = prods
 	cons := queue.NewConsumer(eng.mq, cfg.AMQP.Topology(), queue.ConsumerOptions{
 		Prefetch: cfg.Prefetch, Concurrency: cfg.Concurrency, Logger: log,

@@ -8,6 +8,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -34,6 +35,11 @@ type Options struct {
 	// ReloadInterval is how often the slot map is refreshed in the
 	// background. Default 1s; negative disables it.
 	ReloadInterval time.Duration
+	// AutoPipeline makes Batched return go-redis's autopipeliner: the
+	// commands that concurrent callers send to one master in the same
+	// moment go out as one pipeline, one write and one read instead of one
+	// round trip each. Without it Batched returns the plain client.
+	AutoPipeline bool
 }
 
 // DefaultAddrs are the local cluster's seed nodes.
@@ -68,6 +74,7 @@ func (o *Options) setDefaults() {
 type Client struct {
 	*redis.ClusterClient
 	stop chan struct{}
+	auto bool
 }
 
 // New returns a tuned cluster client. It does not dial: the first command
@@ -98,7 +105,7 @@ func New(opts Options) *Client {
 		// go-redis's default of 5 dials 100ms apart only delays the answer.
 		DialerRetries: 1,
 	})
-	c := &Client{ClusterClient: rc, stop: make(chan struct{})}
+	c := &Client{ClusterClient: rc, stop: make(chan struct{}), auto: opts.AutoPipeline}
 	rc.AddHook(&reloadHook{c: rc})
 	if opts.ReloadInterval > 0 {
 		go c.reloadLoop(opts.ReloadInterval)
@@ -117,6 +124,23 @@ func (c *Client) reloadLoop(every time.Duration) {
 			c.ReloadState(context.Background())
 		}
 	}
+}
+
+// Batched returns the handle for the hot paths (the order scripts, locks,
+// cache reads): with Options.AutoPipeline, the client's autopipeliner,
+// which blocks each caller until its own command has run, as the plain
+// client does, while batching concurrent callers per master; otherwise the
+// plain client. Commands keep their order per key. The autopipeliner is
+// made once and closed with the client.
+func (c *Client) Batched() (redis.Cmdable, error) {
+	if !c.auto {
+		return c.ClusterClient, nil
+	}
+	ap, err := c.AutoPipeline()
+	if err != nil {
+		return nil, fmt.Errorf("redis autopipeline: %w", err)
+	}
+	return ap, nil
 }
 
 // Close stops the reload loop and closes the client.
