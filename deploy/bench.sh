@@ -97,6 +97,21 @@ log "fresh database and queues (${SURGE_MYSQL_DSN##*/}, $SURGE_AMQP_QUEUE)"
 bin/loadgen reset
 bin/gateway migrate
 
+# engine_pids lists the engines' processes (",redis7000=PID,...,rabbitmq=PID,mariadb=PID"), so the
+# report says how much CPU each request cost them too. An engine not found is left out.
+engine_pids() {
+	local p pid
+	for p in 7000 7001 7002 7003 7004 7005; do
+		pid="$(pgrep -f "redis-server .*:$p \\[cluster\\]" | head -1)"
+		[[ -n "$pid" ]] && echo -n ",redis$p=$pid"
+	done
+	pid="$(pgrep -x beam.smp | head -1)"
+	[[ -n "$pid" ]] && echo -n ",rabbitmq=$pid"
+	pid="$(pgrep -x mariadbd | head -1)"
+	[[ -n "$pid" ]] && echo -n ",mariadb=$pid"
+	return 0
+}
+
 log "raw ceilings (${RAW_S}s each)"
 bin/loadgen raw redis -d "${RAW_S}s" -json "$DIR/raw-redis.json"
 bin/loadgen raw redis -d "${RAW_S}s" -pipeline 50 -c 8 -json "$DIR/raw-redis-pipelined.json"
@@ -118,7 +133,7 @@ GATEWAY_PID=$LAST_PID
 SURGE_PPROF_ADDR="127.0.0.1:$((PORT + 2))" start worker bin/worker
 WORKER_PID=$LAST_PID
 deploy/wait-ready.sh "$GATEWAY_URL/readyz" 60 "$DIR/log/gateway.log"
-PIDS_FLAG="gateway=$GATEWAY_PID,worker=$WORKER_PID"
+PIDS_FLAG="gateway=$GATEWAY_PID,worker=$WORKER_PID$(engine_pids)"
 # profiles FLOW names the CPU profiles loadgen takes of both services from the start of a load.
 profiles() { echo "gateway-$1=http://127.0.0.1:$((PORT + 1)),worker-$1=http://127.0.0.1:$((PORT + 2))"; }
 
@@ -132,7 +147,8 @@ HALF="$(awk -v r="$RPS" 'BEGIN { printf "%d", r / 2 }')"
 [[ "$HALF" -gt 0 ]] || die "no flash sale rate to halve"
 log "surge flash sale in an open loop at half that rate: $HALF/s for ${HALF_S}s"
 bin/loadgen run -label flash_sale_half_rate -sku "half-$RUN" -stock "$FLASH_STOCK" -c "$C" \
-	-rate "$HALF" -d "${HALF_S}s" -check -queue "$SURGE_AMQP_QUEUE" -json "$DIR/flash-half.json"
+	-rate "$HALF" -d "${HALF_S}s" -check -queue "$SURGE_AMQP_QUEUE" -sample 250ms -pids "$PIDS_FLAG" -json "$DIR/flash-half.json" \
+	-cpuprofile "$(profiles half)" -cpuprofile-dir "$DIR/pprof"
 
 log "surge sustained load: every order accepted, ${SUSTAINED_S}s, $C concurrent"
 bin/loadgen run -label sustained -sku "sustained-$RUN" -stock 100000000 -c "$C" -d "${SUSTAINED_S}s" \

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"surge/pkg/ceiling"
 	"surge/pkg/loadgen"
@@ -96,6 +97,11 @@ type Scenario struct {
 	WorkerCPUUS  float64 `json:"worker_cpu_us_per_request,omitempty"`
 	// LoadgenCPUUS is the generator's own CPU per request.
 	LoadgenCPUUS float64 `json:"loadgen_cpu_us_per_request,omitempty"`
+	// RedisCPUUS (all cluster nodes together), RabbitCPUUS and MariaCPUUS
+	// are the engines' CPU per request, when their pids were given.
+	RedisCPUUS  float64 `json:"redis_cpu_us_per_request,omitempty"`
+	RabbitCPUUS float64 `json:"rabbitmq_cpu_us_per_request,omitempty"`
+	MariaCPUUS  float64 `json:"mariadb_cpu_us_per_request,omitempty"`
 	MachineBusy  float64 `json:"machine_busy"`
 	CheckOK      bool    `json:"check_ok"`
 	// Problems are the correctness check's findings.
@@ -224,6 +230,8 @@ func scenario(rep *loadgen.RunReport) *Scenario {
 		DrainS:       rep.DrainSeconds,
 		GatewayCPUUS: rep.Processes["gateway"].CPUPerRequestUS, WorkerCPUUS: rep.Processes["worker"].CPUPerRequestUS,
 		LoadgenCPUUS: rep.Processes["loadgen"].CPUPerRequestUS, MachineBusy: rep.MachineBusy,
+		RedisCPUUS:  redisCPU(rep.Processes),
+		RabbitCPUUS: rep.Processes["rabbitmq"].CPUPerRequestUS, MariaCPUUS: rep.Processes["mariadb"].CPUPerRequestUS,
 	}
 	s.Other = l.Counts.Done - s.Accepted - s.SoldOut
 	if c := rep.Check; c != nil {
@@ -290,4 +298,16 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return math.Round(a/b*100) / 100
+}
+
+// redisCPU sums the CPU per request of the processes named redis*: the
+// cluster's nodes, masters and replicas.
+func redisCPU(procs map[string]loadgen.ProcStats) float64 {
+	var us float64
+	for name, p := range procs {
+		if strings.HasPrefix(name, "redis") {
+			us += p.CPUPerRequestUS
+		}
+	}
+	return math.Round(us*10) / 10
 }

@@ -60,6 +60,9 @@ func WriteTable(w io.Writer, r Results) error {
 		if c.s.GatewayCPUUS > 0 {
 			fmt.Fprintf(w, ", gateway %.0f us/request, worker %.0f us/request", c.s.GatewayCPUUS, c.s.WorkerCPUUS)
 		}
+		if c.s.RedisCPUUS > 0 {
+			fmt.Fprintf(w, ", redis %.0f, rabbitmq %.0f, mariadb %.0f us/request", c.s.RedisCPUUS, c.s.RabbitCPUUS, c.s.MariaCPUUS)
+		}
 		fmt.Fprintln(w)
 	}
 	if s := r.Sustained; s != nil {

@@ -39,6 +39,9 @@ type Options struct {
 	Rate float64
 	// Timeout bounds each request. Default 10s.
 	Timeout time.Duration
+	// SlowAfter is the latency from which a request counts as slow in
+	// Snapshot's series (where in a run the slow ones were). Default 5ms.
+	SlowAfter time.Duration
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -48,8 +51,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Timeout == 0 {
 		o.Timeout = 10 * time.Second
 	}
+	if o.SlowAfter == 0 {
+		o.SlowAfter = 5 * time.Millisecond
+	}
 	switch {
-	case o.Concurrency < 0 || o.Requests < 0 || o.Duration < 0 || o.Rate < 0 || o.Timeout < 0:
+	case o.Concurrency < 0 || o.Requests < 0 || o.Duration < 0 || o.Rate < 0 || o.Timeout < 0 || o.SlowAfter < 0:
 		return o, fmt.Errorf("load options: negative value in %+v", o)
 	case o.Requests == 0 && o.Duration == 0:
 		return o, fmt.Errorf("load options: set a number of requests or a duration")
@@ -82,6 +88,7 @@ type Generator struct {
 	counts counts
 	lat    *Latency
 	next   atomic.Int64 // next request number
+	slow   atomic.Int64 // requests that took SlowAfter or longer
 
 	mu    sync.Mutex
 	start time.Time
@@ -98,6 +105,9 @@ func New(opts Options, target Target) (*Generator, error) {
 
 // Options returns the run's options with defaults applied.
 func (g *Generator) Options() Options { return g.opts }
+
+// Slow returns how many requests so far took Options.SlowAfter or longer.
+func (g *Generator) Slow() int64 { return g.slow.Load() }
 
 // Snapshot returns the outcomes so far and the time since the run started.
 func (g *Generator) Snapshot() (Counts, time.Duration) {
@@ -211,6 +221,10 @@ func (g *Generator) one(ctx context.Context, worker int, i int64, at time.Time) 
 	rctx, cancel := context.WithTimeout(ctx, g.opts.Timeout)
 	status, err := g.target.Do(rctx, i)
 	cancel()
-	g.lat.Record(worker, time.Since(at))
+	took := time.Since(at)
+	g.lat.Record(worker, took)
+	if took >= g.opts.SlowAfter {
+		g.slow.Add(1)
+	}
 	g.counts.add(status, err)
 }

@@ -17,10 +17,13 @@ type Probe struct {
 // Sample is the state of a run at T seconds from its start. Probes holds
 // each probe's reading, -1 when the read failed.
 type Sample struct {
-	T        float64          `json:"t"`
-	Done     int64            `json:"done"`
-	Accepted int64            `json:"accepted"`
-	Probes   map[string]int64 `json:"probes,omitempty"`
+	T        float64 `json:"t"`
+	Done     int64   `json:"done"`
+	Accepted int64   `json:"accepted"`
+	// Slow counts the requests so far that took the generator's SlowAfter
+	// or longer: its steps show when in a run the tail happened.
+	Slow   int64            `json:"slow"`
+	Probes map[string]int64 `json:"probes,omitempty"`
 }
 
 // Sampler records a time series of a generator's counts and of probes.
@@ -59,7 +62,7 @@ func (s *Sampler) Run(ctx context.Context) {
 // Sample takes one sample now (also used for a last one after Run).
 func (s *Sampler) sample(ctx context.Context) {
 	c, _ := s.gen.Snapshot()
-	sm := Sample{Done: c.Done, Accepted: c.Of(http.StatusAccepted)}
+	sm := Sample{Done: c.Done, Accepted: c.Of(http.StatusAccepted), Slow: s.gen.Slow()}
 	if len(s.probes) > 0 {
 		sm.Probes = make(map[string]int64, len(s.probes))
 		for _, p := range s.probes {
