@@ -102,8 +102,8 @@ type Scenario struct {
 	RedisCPUUS  float64 `json:"redis_cpu_us_per_request,omitempty"`
 	RabbitCPUUS float64 `json:"rabbitmq_cpu_us_per_request,omitempty"`
 	MariaCPUUS  float64 `json:"mariadb_cpu_us_per_request,omitempty"`
-	MachineBusy  float64 `json:"machine_busy"`
-	CheckOK      bool    `json:"check_ok"`
+	MachineBusy float64 `json:"machine_busy"`
+	CheckOK     bool    `json:"check_ok"`
 	// Problems are the correctness check's findings.
 	Problems []string `json:"problems,omitempty"`
 }
