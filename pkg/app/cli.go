@@ -15,8 +15,10 @@ import (
 // Main runs a service's command line: run gets a context cancelled by
 // SIGINT or SIGTERM (the start of the service's documented shutdown) and
 // the arguments; an error goes to stderr with the service's name and the
-// process exits 1.
+// process exits 1. It sets the services' garbage-collector defaults first
+// (gc.go).
 func Main(name string, run func(ctx context.Context, args []string) error) {
+	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:])
 	stop()
