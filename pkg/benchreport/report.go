@@ -103,7 +103,11 @@ type Scenario struct {
 	RabbitCPUUS float64 `json:"rabbitmq_cpu_us_per_request,omitempty"`
 	MariaCPUUS  float64 `json:"mariadb_cpu_us_per_request,omitempty"`
 	MachineBusy float64 `json:"machine_busy"`
-	CheckOK     bool    `json:"check_ok"`
+	// SendLagP50Ms and SendLagP99Ms (open loop) are how late the generator
+	// sent requests after they were due; the latencies include it.
+	SendLagP50Ms float64 `json:"send_lag_p50_ms,omitempty"`
+	SendLagP99Ms float64 `json:"send_lag_p99_ms,omitempty"`
+	CheckOK      bool    `json:"check_ok"`
 	// Problems are the correctness check's findings.
 	Problems []string `json:"problems,omitempty"`
 }
@@ -232,6 +236,9 @@ func scenario(rep *loadgen.RunReport) *Scenario {
 		LoadgenCPUUS: rep.Processes["loadgen"].CPUPerRequestUS, MachineBusy: rep.MachineBusy,
 		RedisCPUUS:  redisCPU(rep.Processes),
 		RabbitCPUUS: rep.Processes["rabbitmq"].CPUPerRequestUS, MariaCPUUS: rep.Processes["mariadb"].CPUPerRequestUS,
+	}
+	if l.SendLag != nil {
+		s.SendLagP50Ms, s.SendLagP99Ms = l.SendLag.P50Ms, l.SendLag.P99Ms
 	}
 	s.Other = l.Counts.Done - s.Accepted - s.SoldOut
 	if c := rep.Check; c != nil {

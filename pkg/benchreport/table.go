@@ -63,6 +63,9 @@ func WriteTable(w io.Writer, r Results) error {
 		if c.s.RedisCPUUS > 0 {
 			fmt.Fprintf(w, ", redis %.0f, rabbitmq %.0f, mariadb %.0f us/request", c.s.RedisCPUUS, c.s.RabbitCPUUS, c.s.MariaCPUUS)
 		}
+		if c.s.SendLagP99Ms > 0 {
+			fmt.Fprintf(w, "; requests sent late by the generator p50 %.2f ms, p99 %.2f ms", c.s.SendLagP50Ms, c.s.SendLagP99Ms)
+		}
 		fmt.Fprintln(w)
 	}
 	if s := r.Sustained; s != nil {

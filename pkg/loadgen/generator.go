@@ -78,6 +78,11 @@ type Result struct {
 	Counts       Counts         `json:"counts"`
 	ErrorSamples []string       `json:"error_samples,omitempty"`
 	Latency      LatencySummary `json:"latency"`
+	// SendLag, in an open loop, is how late each request was sent after it
+	// was due: every worker busy (Concurrency too low for the server's
+	// latency), or the generator itself not scheduled on a busy machine.
+	// Latency includes it.
+	SendLag *LatencySummary `json:"send_lag,omitempty"`
 }
 
 // Generator runs one load. Snapshot may be called while Run runs (progress
@@ -87,6 +92,7 @@ type Generator struct {
 	target Target
 	counts counts
 	lat    *Latency
+	lag    *Latency     // open loop: send time minus due time
 	next   atomic.Int64 // next request number
 	slow   atomic.Int64 // requests that took SlowAfter or longer
 
@@ -100,7 +106,7 @@ func New(opts Options, target Target) (*Generator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Generator{opts: opts, target: target, lat: NewLatency()}, nil
+	return &Generator{opts: opts, target: target, lat: NewLatency(), lag: NewLatency()}, nil
 }
 
 // Options returns the run's options with defaults applied.
@@ -137,7 +143,13 @@ func (g *Generator) Run(ctx context.Context) Result {
 	}
 	elapsed := time.Since(start)
 	c := g.counts.snapshot()
+	var lag *LatencySummary
+	if mode == "open" {
+		l := g.lag.Summary()
+		lag = &l
+	}
 	return Result{
+		SendLag:      lag,
 		Mode:         mode,
 		Concurrency:  g.opts.Concurrency,
 		TargetRate:   g.opts.Rate,
@@ -180,6 +192,7 @@ func (g *Generator) runOpen(ctx context.Context, start time.Time) {
 	for w := range g.opts.Concurrency {
 		wg.Go(func() {
 			for at := range due {
+				g.lag.Record(w, time.Since(at))
 				g.one(ctx, w, g.next.Add(1)-1, at)
 			}
 		})

@@ -115,6 +115,9 @@ func TestOpenLoopCountsLatencyFromWhenDue(t *testing.T) {
 	if got := res.Latency.P50Ms; got < 50 {
 		t.Fatalf("median latency %v ms; requests queued behind a %v stall must count their wait", got, stall)
 	}
+	if res.SendLag == nil || res.SendLag.P50Ms < 50 {
+		t.Fatalf("send lag %+v; the requests behind the stall were sent late", res.SendLag)
+	}
 }
 
 func TestCancelStopsTheRun(t *testing.T) {
