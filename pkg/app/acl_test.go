@@ -123,7 +123,7 @@ func TestServiceUsersRunTheirScripts(t *testing.T) {
 	gs := stock.New(gw, stock.Options{})
 	o := order.Order{ID: order.IDFor("c1", "k1"), SKU: sku, Qty: 2, CustomerID: "c1"}
 	t.Cleanup(func() { admin.Del(ctx, keys.Idem(o.ID), keys.CustomerRate(o.CustomerID)) })
-	if _, err := idem.New(gw, time.Minute).Limited(1, 1).Claim(ctx, o); err != nil {
+	if _, err := idem.New(gw, time.Minute).Limited(1, 1).Claim(ctx, o, false); err != nil {
 		t.Fatalf("gateway claim: %v", err)
 	}
 	for name, c := range map[string]*cluster.Client{"gateway": gw, "reconciler": rc, "ops": ops} {

@@ -52,6 +52,13 @@ type GatewayConfig struct {
 	// ReserveWaitTimeout bounds that wait: SURGE_RESERVE_WAIT_TIMEOUT,
 	// default 50ms.
 	ReserveWaitTimeout time.Duration `envconfig:"RESERVE_WAIT_TIMEOUT" default:"50ms"`
+	// SoldOutHintTTL is how long the gateway answers a SKU it saw with no
+	// unit left as sold out without running the reserve script (the order
+	// is still claimed, so a retry gets the same answer):
+	// SURGE_SOLD_OUT_HINT_TTL, default 100ms; 0 turns it off. Units that
+	// come back (a released reservation, a restock through another
+	// gateway) are sold at most this much later.
+	SoldOutHintTTL time.Duration `envconfig:"SOLD_OUT_HINT_TTL" default:"100ms"`
 }
 
 // Gateway is the running gateway.
@@ -84,11 +91,13 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	records := idem.New(eng.fast, cfg.IdempotencyTTL)
 	claims := customerLimited(records, cfg.RateLimit)
 	prods := newProducts(eng.fast, eng.db, cfg.ProductTTL, log)
+	hints := &gateway.SoldOutHints{TTL: cfg.SoldOutHintTTL}
 	api := &httpapi.Server{
 		Orders: &gateway.Service{Stock: metrics.Reserver{Next: st}, Idem: claims,
-			Queue: metrics.Publisher{Next: pub}, Catalog: catalog{eng.db}, Log: log},
+			Queue: metrics.Publisher{Next: pub}, Catalog: catalog{eng.db}, Log: log,
+			SoldOut: hints, OnSoldOutCached: metrics.SoldOutCached},
 		Status:     &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st},
-		Stock:      stockAdmin{&ops.Stock{DB: eng.db, Redis: st}, prods},
+		Stock:      stockAdmin{&ops.Stock{DB: eng.db, Redis: st}, prods, hints},
 		AdminToken: cfg.AdminToken,
 		Log:        log,
 		Ready: []httpapi.Check{

@@ -74,7 +74,11 @@ func deleteTopology(c config.Common) {
 // startGateway runs a gateway on c until cleanup and returns its URL.
 func startGateway(t *testing.T, c config.Common) (string, *app.Gateway) {
 	t.Helper()
-	cfg := app.GatewayConfig{Common: c, AdminToken: "test-token", PublishChannels: 8, ConfirmTimeout: 2 * time.Second}
+	var cfg app.GatewayConfig // the production defaults (SURGE_ variables), on c
+	if err := config.Load(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Common, cfg.AdminToken = c, "test-token"
 	return startGatewayConfig(t, cfg)
 }
 
@@ -128,10 +132,17 @@ func startPipeline(t *testing.T) *pipeline {
 	return &pipeline{URL: url, Token: "test-token", DB: db, Stock: g.Stock, Cfg: c, stopW: stopW}
 }
 
-// loadStock sets a product's stock through the admin API.
+// loadStock sets a new product's stock through the admin API and removes
+// its keys at cleanup.
 func (p *pipeline) loadStock(t *testing.T, sku string, n int) {
 	t.Helper()
 	testenv.CleanupSKU(t, testenv.Redis(t), sku)
+	p.restock(t, sku, n)
+}
+
+// restock sets a product's stock through the admin API.
+func (p *pipeline) restock(t *testing.T, sku string, n int) {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPut, p.URL+"/v1/admin/stock/"+sku,
 		strings.NewReader(`{"stock":`+itoa(n)+`,"name":"Flash item","price_cents":1999}`))
 	req.Header.Set("Authorization", "Bearer "+p.Token)

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"surge/pkg/cache"
+	"surge/pkg/gateway"
 	"surge/pkg/httpapi"
 	"surge/pkg/keys"
 	"surge/pkg/metrics"
@@ -190,12 +191,15 @@ func (p *products) Close() {
 type stockAdmin struct {
 	httpapi.StockAdmin
 	products *products
+	hints    *gateway.SoldOutHints
 }
 
-// Load sets the stock, then invalidates the SKU's cached view.
+// Load sets the stock, then forgets this gateway's sold-out hint and
+// invalidates the SKU's cached view.
 func (s stockAdmin) Load(ctx context.Context, sku string, req ops.LoadRequest) (ops.StockReport, error) {
 	rep, err := s.StockAdmin.Load(ctx, sku, req)
 	if err == nil {
+		s.hints.Forget(sku)
 		if ierr := s.products.cache.Invalidate(ctx, sku); ierr != nil {
 			s.products.log.Warn("product view not invalidated after a stock load", "sku", sku, "err", ierr)
 		}

@@ -24,9 +24,11 @@ type Reserver interface {
 
 // Claimer keeps idempotency records. *idem.Records implements it; Claim
 // also spends the customer's rate budget and returns an error wrapping
-// order.ErrRateLimited when it is empty.
+// order.ErrRateLimited when it is empty. soldOut records a new claim as
+// answered sold out; claiming such a record again returns an error
+// wrapping order.ErrSoldOut.
 type Claimer interface {
-	Claim(ctx context.Context, o order.Order) (first bool, err error)
+	Claim(ctx context.Context, o order.Order, soldOut bool) (first bool, err error)
 	Forget(ctx context.Context, orderID string) error
 }
 
@@ -54,6 +56,11 @@ type Service struct {
 	// CleanupTimeout bounds the release after a failed publish, which runs
 	// even when the client went away. Default 2s.
 	CleanupTimeout time.Duration
+	// SoldOut, when set, answers new orders for a SKU seen sold out moments
+	// ago without the reserve script (see SoldOutHints); OnSoldOutCached,
+	// when set, is called for each such answer.
+	SoldOut         *SoldOutHints
+	OnSoldOutCached func()
 }
 
 // Accepted is the answer to an accepted order.
@@ -75,11 +82,23 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 		return Accepted{}, err
 	}
 	o.ID = order.IDFor(o.CustomerID, idemKey)
-	first, err := s.Idem.Claim(ctx, o)
+	now := s.now()
+	hinted := s.SoldOut.SoldOut(o.SKU, now)
+	first, err := s.Idem.Claim(ctx, o, hinted)
 	if err != nil {
-		return Accepted{}, unavailableUnless(err, order.ErrIdempotencyMismatch, order.ErrRateLimited)
+		return Accepted{}, unavailableUnless(err, order.ErrIdempotencyMismatch, order.ErrRateLimited, order.ErrSoldOut)
+	}
+	if hinted && first {
+		// Recorded as answered sold out: a retry gets this answer again.
+		if s.OnSoldOutCached != nil {
+			s.OnSoldOutCached()
+		}
+		return Accepted{}, fmt.Errorf("sku %q had no unit left moments ago: %w", o.SKU, order.ErrSoldOut)
 	}
 	res, err := s.Stock.Reserve(ctx, o)
+	if !res.Repeat && (err == nil || errors.Is(err, order.ErrSoldOut)) {
+		s.SoldOut.Observe(o.SKU, res.Avail, now)
+	}
 	if err != nil {
 		return Accepted{}, s.reserveFailed(ctx, o, first, err)
 	}

@@ -54,16 +54,29 @@ func (r *Records) Limited(rate float64, burst int) *Records {
 	return &c
 }
 
+// soldOutMark prefixes the record of an order answered sold out without
+// a reservation (see Claim). SKUs and customer ids never contain it.
+const soldOutMark = "!"
+
 // Claim spends one request of o.CustomerID's budget (when Limited) and
 // records o as the request behind o.ID, in one call. first is true when no
 // record existed; a record with the same fingerprint is a retry (first
 // false, nil error); another fingerprint returns
 // order.ErrIdempotencyMismatch. An empty budget returns a
 // *order.RateLimitedError and changes nothing.
-func (r *Records) Claim(ctx context.Context, o order.Order) (first bool, err error) {
+//
+// soldOut records a new claim as answered sold out, for an order the
+// gateway refuses without running the reserve script; a later claim of
+// that record (a retry) returns order.ErrSoldOut, so the retry gets the
+// first answer again whatever the stock is by then.
+func (r *Records) Claim(ctx context.Context, o order.Order, soldOut bool) (first bool, err error) {
 	fp := o.Fingerprint()
+	val := fp
+	if soldOut {
+		val = soldOutMark + fp
+	}
 	ks := []string{keys.CustomerRate(o.CustomerID), keys.Idem(o.ID)}
-	res, err := lua.Admit.Run(ctx, r.rdb, ks, r.interval, r.burst, fp, r.ttl.Milliseconds()).Slice()
+	res, err := lua.Admit.Run(ctx, r.rdb, ks, r.interval, r.burst, val, r.ttl.Milliseconds()).Slice()
 	if err != nil {
 		return false, fmt.Errorf("claim idempotency record order=%s: %w", o.ID, err)
 	}
@@ -78,8 +91,12 @@ func (r *Records) Claim(ctx context.Context, o order.Order) (first bool, err err
 	case nil:
 		return true, nil
 	case string:
-		if old != fp {
+		oldFP, wasSoldOut := strings.CutPrefix(old, soldOutMark)
+		if oldFP != fp {
 			return false, fmt.Errorf("order=%s: %w", o.ID, order.ErrIdempotencyMismatch)
+		}
+		if wasSoldOut {
+			return false, fmt.Errorf("order=%s was answered sold out: %w", o.ID, order.ErrSoldOut)
 		}
 		return false, nil
 	}
@@ -104,7 +121,7 @@ func (r *Records) Lookup(ctx context.Context, id string) (order.Order, error) {
 	if err != nil {
 		return order.Order{}, fmt.Errorf("look up order=%s: %w", id, err)
 	}
-	parts := strings.SplitN(fp, "|", 3)
+	parts := strings.SplitN(strings.TrimPrefix(fp, soldOutMark), "|", 3)
 	if len(parts) != 3 {
 		return order.Order{}, fmt.Errorf("order=%s: malformed idempotency record %q", id, fp)
 	}

@@ -11,8 +11,10 @@ import (
 
 type claimStub struct{ err error }
 
-func (c claimStub) Claim(context.Context, order.Order) (bool, error) { return c.err == nil, c.err }
-func (c claimStub) Forget(context.Context, string) error             { return nil }
+func (c claimStub) Claim(context.Context, order.Order, bool) (bool, error) {
+	return c.err == nil, c.err
+}
+func (c claimStub) Forget(context.Context, string) error { return nil }
 
 func TestCustomerLimitedCountsDecisions(t *testing.T) {
 	cases := []struct {
@@ -21,13 +23,14 @@ func TestCustomerLimitedCountsDecisions(t *testing.T) {
 	}{
 		{nil, "allowed"},
 		{fmt.Errorf("order: %w", order.ErrIdempotencyMismatch), "allowed"},
+		{fmt.Errorf("order was answered sold out: %w", order.ErrSoldOut), "allowed"},
 		{fmt.Errorf("customer c: %w", &order.RateLimitedError{}), "limited"},
 		{errors.New("claim: i/o timeout"), "error"},
 	}
 	for _, c := range cases {
 		labels := map[string]string{"scope": "customer", "decision": c.want}
 		before := sample(t, "surge_rate_limit_decisions_total", labels)
-		_, err := CustomerLimited{Next: claimStub{c.err}}.Claim(context.Background(), order.Order{})
+		_, err := CustomerLimited{Next: claimStub{c.err}}.Claim(context.Background(), order.Order{}, false)
 		if !errors.Is(err, c.err) {
 			t.Errorf("decision %s: error %v, want %v passed through", c.want, err, c.err)
 		}

@@ -55,7 +55,7 @@ var (
 
 	reservations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "reservations_total",
-		Help: "Stock reservations by outcome: reserved, repeat, sold_out, not_loaded, error.",
+		Help: "Stock reservations by outcome: reserved, repeat, sold_out, sold_out_cached (answered from the gateway's recent view of a sold-out SKU, no script run), not_loaded, error.",
 	}, []string{"outcome"})
 	releases = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "reservation_releases_total",
@@ -139,7 +139,7 @@ var (
 
 // Label values created at zero when the package loads.
 var (
-	reservationOutcomes = []string{ReservationReserved, ReservationRepeat, ReservationSoldOut, ReservationNotLoaded, ReservationError}
+	reservationOutcomes = []string{ReservationReserved, ReservationRepeat, ReservationSoldOut, ReservationSoldOutCached, ReservationNotLoaded, ReservationError}
 	publishResults      = []string{PublishConfirmed, PublishNacked, PublishReturned, PublishTimeout, PublishError}
 	workerOutcomes      = []string{"invoiced", "rejected", "duplicate", "retried", "dead"}
 	driftKinds          = []string{DriftCommitMissing, DriftStaleReservation, DriftSoldMismatch, DriftStockMismatch, DriftNotLoaded}

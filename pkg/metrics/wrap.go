@@ -17,7 +17,14 @@ const (
 	ReservationSoldOut   = "sold_out"
 	ReservationNotLoaded = "not_loaded"
 	ReservationError     = "error"
+	// ReservationSoldOutCached is a sold-out answer the gateway gave from
+	// its recent view of the SKU, without running the reserve script.
+	ReservationSoldOutCached = "sold_out_cached"
 )
+
+// SoldOutCached counts one sold-out answer given without the reserve
+// script.
+func SoldOutCached() { reservations.WithLabelValues(ReservationSoldOutCached).Inc() }
 
 // StockReserver is what the gateway reserves with. *stock.Stock
 // implements it.
@@ -187,7 +194,7 @@ func (l Limiter) Allow(ctx context.Context, subject string) (bool, time.Duration
 // OrderClaimer spends a customer's budget and claims an order's
 // idempotency record in one call. *idem.Records implements it.
 type OrderClaimer interface {
-	Claim(ctx context.Context, o order.Order) (first bool, err error)
+	Claim(ctx context.Context, o order.Order, soldOut bool) (first bool, err error)
 	Forget(ctx context.Context, orderID string) error
 }
 
@@ -201,14 +208,15 @@ var _ OrderClaimer = CustomerLimited{}
 
 // Claim calls Next.Claim and counts its rate-limit decision: limited when
 // it refused with order.ErrRateLimited, error when Redis failed, allowed
-// otherwise (a reused key with another body passed the limit).
-func (c CustomerLimited) Claim(ctx context.Context, o order.Order) (bool, error) {
-	first, err := c.Next.Claim(ctx, o)
+// otherwise (a reused key with another body, or a retry of an order
+// answered sold out, passed the limit).
+func (c CustomerLimited) Claim(ctx context.Context, o order.Order, soldOut bool) (bool, error) {
+	first, err := c.Next.Claim(ctx, o, soldOut)
 	decision := "allowed"
 	switch {
 	case errors.Is(err, order.ErrRateLimited):
 		decision = "limited"
-	case err != nil && !errors.Is(err, order.ErrIdempotencyMismatch):
+	case err != nil && !errors.Is(err, order.ErrIdempotencyMismatch) && !errors.Is(err, order.ErrSoldOut):
 		decision = "error"
 	}
 	rateLimited.WithLabelValues("customer", decision).Inc()

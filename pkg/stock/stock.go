@@ -90,7 +90,8 @@ type Reservation struct {
 	// Repeat is true when the order id had been reserved before: nothing
 	// changed and the first outcome is reported again.
 	Repeat bool
-	// Avail is the number of units left after a fresh reservation.
+	// Avail is the number of units left after a fresh reservation, or
+	// available when a fresh order found too few (order.ErrSoldOut).
 	Avail int
 }
 
@@ -114,7 +115,7 @@ func (s *Stock) Reserve(ctx context.Context, o order.Order) (Reservation, error)
 	case 2:
 		return Reservation{Repeat: true}, nil
 	case 0:
-		return Reservation{}, fmt.Errorf("reserve sku=%s qty=%d avail=%d: %w", o.SKU, o.Qty, res[1], order.ErrSoldOut)
+		return Reservation{Avail: int(res[1])}, fmt.Errorf("reserve sku=%s qty=%d avail=%d: %w", o.SKU, o.Qty, res[1], order.ErrSoldOut)
 	case 3:
 		return Reservation{Repeat: true}, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrSoldOut)
 	case -1:

@@ -36,7 +36,7 @@ func TestReservationWithoutPublishIsReturned(t *testing.T) {
 	// (a minute ago), then nothing.
 	customer, key := "c-"+sku, "k1"
 	dead := order.Order{ID: order.IDFor(customer, key), SKU: sku, Qty: 2, CustomerID: customer}
-	if _, err := idem.New(p.redis, 0).Claim(ctx, dead); err != nil {
+	if _, err := idem.New(p.redis, 0).Claim(ctx, dead, false); err != nil {
 		t.Fatal(err)
 	}
 	earlier := stock.New(p.redis, stock.Options{Now: func() time.Time { return time.Now().Add(-time.Minute) }})
