@@ -16,7 +16,8 @@
 # gateway's and worker's profiles, +3 the worker's metrics, +10 the naive server), BENCH_CONCURRENCY (256),
 # BENCH_FLASH_REQUESTS (50000), BENCH_NAIVE_REQUESTS (20000), BENCH_FLASH_STOCK (100),
 # BENCH_HALF_SECONDS (8), BENCH_SUSTAINED_SECONDS (20), BENCH_RAW_SECONDS (3),
-# BENCH_IDEMPOTENCY_TTL (15m: the records of a benchmark need not outlive it by a day),
+# BENCH_IDEMPOTENCY_TTL (2m: a run leaves a few hundred thousand records; in a shared cluster they
+# slowed every SCAN (the reconciler's, the tests') until they expired),
 # BENCH_IP_RATE (-1: the gateway's per-IP rate limit off),
 # BENCH_KEEP=1 keeps the benchmark database and queues for inspection.
 set -euo pipefail
@@ -43,7 +44,7 @@ export SURGE_AMQP_EXCHANGE="bench.orders"
 export SURGE_AMQP_QUEUE="bench.orders.created"
 export SURGE_AMQP_DEAD_QUEUE="bench.orders.dead"
 export SURGE_MYSQL_DSN="${BENCH_MYSQL_DSN:-root@tcp(127.0.0.1:3306)/surge_bench}"
-export SURGE_IDEMPOTENCY_TTL="${BENCH_IDEMPOTENCY_TTL:-15m}"
+export SURGE_IDEMPOTENCY_TTL="${BENCH_IDEMPOTENCY_TTL:-2m}"
 export SURGE_LOG_LEVEL="${SURGE_LOG_LEVEL:-warn}"
 # Every request comes from this one machine, standing in for many shoppers: the per-IP budget
 # (one hot Redis key) would measure the generator's address, so it is off unless asked for.
