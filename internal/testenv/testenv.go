@@ -127,18 +127,32 @@ func MySQLDSN(t testing.TB) string {
 	return root + name + "?parseTime=true&multiStatements=true"
 }
 
-// CleanupSKU deletes every Redis key of sku at cleanup.
+// CleanupSKU deletes every Redis key of sku at cleanup. The keys share
+// the SKU's hash tag, so they are listed from its one slot on its master
+// (CLUSTER GETKEYSINSLOT) rather than by a SCAN of every key of every
+// master, which took seconds once benchmarks had filled the cluster.
 func CleanupSKU(t testing.TB, c *redis.ClusterClient, sku string) {
 	t.Helper()
 	t.Cleanup(func() {
 		ctx := context.Background()
-		pattern := "{sku:" + sku + "}:*"
-		_ = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-			iter := n.Scan(ctx, 0, pattern, 1000).Iterator()
-			for iter.Next(ctx) {
-				n.Del(ctx, iter.Val())
+		prefix := "{sku:" + sku + "}"
+		n, err := c.MasterForKey(ctx, prefix)
+		if err != nil {
+			return
+		}
+		slot, err := c.ClusterKeySlot(ctx, prefix).Result()
+		if err != nil {
+			return
+		}
+		count, err := n.ClusterCountKeysInSlot(ctx, int(slot)).Result()
+		if err != nil || count == 0 {
+			return
+		}
+		ks, _ := n.ClusterGetKeysInSlot(ctx, int(slot), int(count)).Result()
+		for _, k := range ks {
+			if strings.HasPrefix(k, prefix+":") {
+				n.Del(ctx, k)
 			}
-			return iter.Err()
-		})
+		}
 	})
 }
