@@ -72,6 +72,10 @@ cluster-config-file nodes.conf
 cluster-node-timeout 5000
 appendonly yes
 appendfsync everysec
+# The AOF is the persistence. Redis 7's default snapshot rules (save 3600 1 300 100 60 10000)
+# would also fork an RDB child every minute under load, beside the AOF rewrites: on a small
+# host that child competes with the nodes for CPU. Take backups with BGSAVE when wanted.
+save ""
 maxmemory $MAXMEMORY
 maxmemory-policy volatile-lru
 requirepass "$PASSWORD"
