@@ -57,7 +57,8 @@ type GatewayConfig struct {
 	// is still claimed, so a retry gets the same answer):
 	// SURGE_SOLD_OUT_HINT_TTL, default 100ms; 0 turns it off. Units that
 	// come back (a released reservation, a restock through another
-	// gateway) are sold at most this much later.
+	// gateway) are sold at most twice this much later (see
+	// gateway.SoldOutHints).
 	SoldOutHintTTL time.Duration `envconfig:"SOLD_OUT_HINT_TTL" default:"100ms"`
 }
 

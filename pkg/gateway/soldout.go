@@ -13,35 +13,51 @@ import (
 // key) instead of two, and none on the SKU's hot master.
 //
 // A hint is only an optimisation of the answer "sold out", never of a
-// sale: it is set when a reservation left 0 units or found 0, cleared when
-// one found units, and it expires after TTL, when the next request runs
-// the script again. Units that come back in the meantime (a released
-// reservation, a restock) are sold at most TTL later. The zero value, or a
-// TTL of 0, keeps no hint.
+// sale: it is set when a reservation left 0 units or found 0, dropped when
+// one found units, and it lasts TTL. When it runs out, one request (the
+// probe) runs the reserve script again while the others keep the hint for
+// at most another TTL: a stampede of reservations on the hot master at
+// every expiry would cost what the hint saves, and it came exactly when
+// that master was slow (the longer its round trip, the more requests
+// passed before the first answer renewed the hint). Units that come back
+// (a released reservation, a restock) are sold at most 2 TTL later. The
+// zero value, or a TTL of 0, keeps no hint.
 type SoldOutHints struct {
 	TTL time.Duration
 
 	mu    sync.RWMutex
-	until map[string]time.Time // bounded by the SKUs that sold out
+	hints map[string]*hint // bounded by the SKUs that sold out here
 }
 
-// SoldOut reports whether sku was seen sold out less than TTL ago.
+type hint struct {
+	until   time.Time // the hint holds until then
+	probeAt time.Time // when the running probe started; zero: none
+}
+
+// SoldOut reports whether orders for sku may be answered sold out. After
+// the hint's TTL, the first caller gets false and is the probe: its
+// reservation's outcome, given to Observe, renews or drops the hint.
 func (h *SoldOutHints) SoldOut(sku string, now time.Time) bool {
 	if h == nil || h.TTL <= 0 {
 		return false
 	}
 	h.mu.RLock()
-	until, ok := h.until[sku]
+	e, ok := h.hints[sku]
+	fresh := ok && now.Before(e.until)
 	h.mu.RUnlock()
-	if ok && !now.Before(until) {
-		h.mu.Lock()
-		if h.until[sku] == until {
-			delete(h.until, sku)
-		}
-		h.mu.Unlock()
-		return false
+	if !ok || fresh {
+		return fresh
 	}
-	return ok
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e, ok = h.hints[sku]; !ok || now.Before(e.until) {
+		return ok
+	}
+	if !e.probeAt.IsZero() && now.Before(e.probeAt.Add(h.TTL)) {
+		return true // a probe is on its way
+	}
+	e.probeAt = now // this caller probes (again, when a probe got no answer)
+	return false
 }
 
 // Observe records what a reservation of sku saw: avail units left (after
@@ -53,13 +69,13 @@ func (h *SoldOutHints) Observe(sku string, avail int, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if avail > 0 {
-		delete(h.until, sku)
+		delete(h.hints, sku)
 		return
 	}
-	if h.until == nil {
-		h.until = map[string]time.Time{}
+	if h.hints == nil {
+		h.hints = map[string]*hint{}
 	}
-	h.until[sku] = now.Add(h.TTL)
+	h.hints[sku] = &hint{until: now.Add(h.TTL)}
 }
 
 // Forget drops the hint for sku (its stock was just loaded here).
@@ -68,6 +84,6 @@ func (h *SoldOutHints) Forget(sku string) {
 		return
 	}
 	h.mu.Lock()
-	delete(h.until, sku)
+	delete(h.hints, sku)
 	h.mu.Unlock()
 }

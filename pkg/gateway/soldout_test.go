@@ -3,12 +3,14 @@ package gateway
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
 func TestSoldOutHints(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
 	h := &SoldOutHints{TTL: 100 * time.Millisecond}
 	if h.SoldOut("a", t0) {
 		t.Fatal("hint before any observation")
@@ -18,21 +20,29 @@ func TestSoldOutHints(t *testing.T) {
 		t.Fatal("hint after a reservation that left 3 units")
 	}
 	h.Observe("a", 0, t0)
-	if !h.SoldOut("a", t0.Add(99*time.Millisecond)) {
+	if !h.SoldOut("a", ms(99)) {
 		t.Fatal("no hint 99ms after the last unit went")
 	}
 	if h.SoldOut("b", t0) {
 		t.Fatal("hint for another SKU")
 	}
-	if h.SoldOut("a", t0.Add(100*time.Millisecond)) {
-		t.Fatal("hint still there after its TTL")
+	// Expired: the first caller probes, the others keep the hint while the
+	// probe runs, for at most another TTL.
+	if h.SoldOut("a", ms(100)) {
+		t.Fatal("the first caller after the TTL must probe")
 	}
-	if len(h.until) != 0 {
-		t.Fatalf("expired hint kept: %v", h.until)
+	if !h.SoldOut("a", ms(150)) || !h.SoldOut("a", ms(199)) {
+		t.Fatal("hint not kept while the probe runs")
 	}
-	h.Observe("a", 0, t0)
-	h.Observe("a", 1, t0.Add(time.Millisecond))
-	if h.SoldOut("a", t0.Add(2*time.Millisecond)) {
+	if h.SoldOut("a", ms(200)) {
+		t.Fatal("a probe that never answered must be replaced after a TTL")
+	}
+	h.Observe("a", 0, ms(210)) // the probe found it still sold out
+	if !h.SoldOut("a", ms(300)) {
+		t.Fatal("hint not renewed by the probe's answer")
+	}
+	h.Observe("a", 1, ms(301)) // a unit came back
+	if h.SoldOut("a", ms(302)) {
 		t.Fatal("hint kept after a reservation found a unit")
 	}
 	h.Observe("a", 0, t0)
@@ -51,6 +61,31 @@ func TestSoldOutHintsOff(t *testing.T) {
 			t.Fatalf("%#v keeps hints", h)
 		}
 		h.Forget("a")
+	}
+}
+
+// TestSoldOutHintsOneProbePerExpiry: 512 requests meet an expired hint at
+// the same moment; exactly one of them is sent to the reserve script.
+func TestSoldOutHintsOneProbePerExpiry(t *testing.T) {
+	h := &SoldOutHints{TTL: time.Second}
+	t0 := time.Now()
+	h.Observe("a", 0, t0)
+	expired := t0.Add(time.Second)
+	var probes atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range 512 {
+		wg.Go(func() {
+			<-start
+			if !h.SoldOut("a", expired) {
+				probes.Add(1)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if n := probes.Load(); n != 1 {
+		t.Fatalf("%d requests probed one expired hint, want 1", n)
 	}
 }
 
@@ -75,7 +110,7 @@ func TestSoldOutHintsConcurrent(t *testing.T) {
 	wg.Wait()
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	if len(h.until) > 8 {
-		t.Fatalf("%d hints for 8 SKUs", len(h.until))
+	if len(h.hints) > 8 {
+		t.Fatalf("%d hints for 8 SKUs", len(h.hints))
 	}
 }
