@@ -86,6 +86,9 @@ func WriteTable(w io.Writer, r Results) error {
 			"keys %+d for the sale's %s records (%.0f B per key; records expire within %.0f s, %d sampled without TTL)\n",
 			mem.GatewayPeakRSSMB, mem.WorkerPeakRSSMB, float64(mem.RedisGrowth)/(1<<20), mem.KeysGrowth,
 			num(float64(mem.RecordKeys)), mem.BytesPerKey, mem.RecordsTTLSec, mem.RecordsNoTTL)
+		if mem.KeysGrowth < 0 {
+			fmt.Fprintln(w, "  (fewer keys after the sale than before: older keys expired during it, so this reading needs a cluster with nothing else expiring)")
+		}
 	}
 	fmt.Fprintln(w, "\ntargets:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
