@@ -166,7 +166,8 @@ done
 # Where the goroutines were, largest groups first: the waits a CPU profile does not show.
 for f in "$DIR"/pprof/*.goroutines.txt; do
 	[[ -s "$f" ]] || continue
-	awk -v RS= -F'\n' '/^[0-9]+ @/ {
+	# The dump's first group shares its paragraph with the "goroutine profile" header line.
+	awk -v RS= -F'\n' '{ sub(/^goroutine profile: [^\n]*\n/, "") } /^[0-9]+ @/ {
 		out = ""; c = 0; own = ""
 		for (i = 2; i <= NF; i++) if ($i ~ /^#/) {
 			split($i, w, /[ \t]+/)
