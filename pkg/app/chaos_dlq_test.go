@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"surge/internal/apptest"
 	"surge/internal/testenv"
 	"surge/pkg/app"
 	"surge/pkg/config"
@@ -36,14 +37,14 @@ func TestMariaDBPausedWhileOrdersArrive(t *testing.T) {
 	c.MySQL.DSN = db.dsn("surge_chaos")
 	// The tiers sum to far more than the outage plus one attempt's timeout.
 	c.AMQP.RetryDelays = []time.Duration{2 * time.Second, 5 * time.Second, 20 * time.Second}
-	t.Cleanup(func() { deleteTopology(c) })
+	t.Cleanup(func() { apptest.DeleteTopology(c) })
 	if err := app.Migrate(context.Background(), c.MySQL.DSN, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	url, g := startGateway(t, c)
 	wcfg := workerConfig(t, c) // production defaults: batches, locks
 	wcfg.OrderTimeout = 3 * time.Second
-	startChaosWorker(t, wcfg)
+	apptest.Worker(t, wcfg, quietLog())
 	p := &pipeline{URL: url, Token: "test-token", DB: openDB(t, c.MySQL.DSN), Stock: g.Stock, Cfg: c}
 	sku := testenv.Unique("pause-")
 	p.loadStock(t, sku, 1000)
@@ -165,7 +166,7 @@ func TestWorkerKilledMidBatch(t *testing.T) {
 	// Tiers longer than the order lock's lease, so an order whose lock the
 	// killed worker still held is not parked before the lease expires.
 	c.AMQP.RetryDelays = []time.Duration{time.Second, 3 * time.Second, 10 * time.Second}
-	t.Cleanup(func() { deleteTopology(c) })
+	t.Cleanup(func() { apptest.DeleteTopology(c) })
 	url, g := startGateway(t, c)
 	p := &pipeline{URL: url, Token: "test-token", DB: openDB(t, c.MySQL.DSN), Stock: g.Stock, Cfg: c}
 	sku := testenv.Unique("kill-")
@@ -323,24 +324,6 @@ func workerEnv(c config.Common) []string {
 }
 
 // startChaosWorker runs an in-process worker with cfg until cleanup.
-func startChaosWorker(t *testing.T, cfg app.WorkerConfig) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := app.NewWorker(ctx, cfg, quietLog())
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && ctx.Err() == nil {
-			t.Errorf("worker run: %v", err)
-		}
-	})
-}
-
 // privateMariaDB is a MariaDB server of the test's own, which it may
 // pause without disturbing the shared server.
 type privateMariaDB struct {

@@ -3,17 +3,14 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
+	"surge/internal/apptest"
 	"surge/internal/testenv"
 	"surge/pkg/app"
 	"surge/pkg/config"
@@ -54,69 +51,35 @@ func commonConfig(t *testing.T) config.Common {
 	if err := app.Migrate(context.Background(), c.MySQL.DSN, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { deleteTopology(c) })
+	t.Cleanup(func() { apptest.DeleteTopology(c) })
 	return c
 }
 
-func deleteTopology(c config.Common) {
-	conn, err := amqp.Dial(c.AMQP.URL)
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return
-	}
-	_ = c.AMQP.Topology().Delete(ch) // best effort: the names are the test's own
-}
-
-// startGateway runs a gateway on c until cleanup and returns its URL.
+// startGateway runs a gateway with its production defaults on c until
+// cleanup and returns its URL.
 func startGateway(t *testing.T, c config.Common) (string, *app.Gateway) {
 	t.Helper()
-	var cfg app.GatewayConfig // the production defaults (SURGE_ variables), on c
-	if err := config.Load(&cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Common, cfg.AdminToken = c, "test-token"
-	return startGatewayConfig(t, cfg)
+	return startGatewayConfig(t, apptest.GatewayConfig(t, c, "test-token"))
+}
+
+// startGatewayConfig runs a gateway with cfg until cleanup.
+func startGatewayConfig(t *testing.T, cfg app.GatewayConfig) (string, *app.Gateway) {
+	t.Helper()
+	return apptest.Gateway(t, cfg, quietLog())
 }
 
 // workerConfig is the production defaults (batching, locks) on c, with no
 // metrics listener.
 func workerConfig(t *testing.T, c config.Common) app.WorkerConfig {
 	t.Helper()
-	var cfg app.WorkerConfig
-	if err := config.Load(&cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Common, cfg.MetricsAddr = c, ""
-	return cfg
+	return apptest.WorkerConfig(t, c)
 }
 
 // startWorker runs a worker pool on c; the returned func stops it and
 // waits for its shutdown (also done at cleanup).
 func startWorker(t *testing.T, c config.Common) func() {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := app.NewWorker(ctx, workerConfig(t, c), quietLog())
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("worker run: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return apptest.Worker(t, workerConfig(t, c), quietLog())
 }
 
 func startPipeline(t *testing.T) *pipeline {

@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -195,28 +194,4 @@ func TestRateLimitConfigFromEnvironment(t *testing.T) {
 	if r.CustomerRate != 5 || r.CustomerBurst != 40 || r.IPRate != -1 || r.IPBurst != 20000 {
 		t.Fatalf("rate limit config %+v", r)
 	}
-}
-
-// startGatewayConfig runs a gateway with cfg until cleanup.
-func startGatewayConfig(t *testing.T, cfg app.GatewayConfig) (string, *app.Gateway) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	g, err := app.NewGateway(ctx, cfg, quietLog())
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("gateway run: %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String(), g
 }

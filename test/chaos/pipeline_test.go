@@ -4,20 +4,16 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
+	"surge/internal/apptest"
 	"surge/internal/testenv"
 	"surge/pkg/app"
 	"surge/pkg/cluster"
@@ -64,10 +60,12 @@ func startPipeline(t *testing.T) *pipeline {
 	if err := app.Migrate(context.Background(), c.MySQL.DSN, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { deleteTopology(c) })
+	t.Cleanup(func() { apptest.DeleteTopology(c) })
 	p := &pipeline{t: t, cfg: c}
-	p.url = startGateway(t, c)
-	startWorker(t, c)
+	p.url, _ = apptest.Gateway(t, apptest.GatewayConfig(t, c, adminToken), logger())
+	wcfg := apptest.WorkerConfig(t, c)
+	wcfg.Prefetch, wcfg.Concurrency = 64, 16
+	apptest.Worker(t, wcfg, logger())
 	var err error
 	if p.db, err = store.Open(context.Background(), c.MySQL.DSN, store.Options{}); err != nil {
 		t.Fatal(err)
@@ -82,74 +80,6 @@ func newClusterClient(t *testing.T) *cluster.Client {
 	c := cluster.New(cluster.Options{Addrs: priv.addrs(), Password: priv.password})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
-}
-
-func startGateway(t *testing.T, c config.Common) string {
-	t.Helper()
-	var cfg app.GatewayConfig
-	if err := config.Load(&cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Common, cfg.AdminToken = c, adminToken
-	ctx, cancel := context.WithCancel(context.Background())
-	g, err := app.NewGateway(ctx, cfg, logger())
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("gateway run: %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String()
-}
-
-func startWorker(t *testing.T, c config.Common) {
-	t.Helper()
-	var cfg app.WorkerConfig
-	if err := config.Load(&cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Common, cfg.MetricsAddr = c, ""
-	cfg.Prefetch, cfg.Concurrency = 64, 16
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := app.NewWorker(ctx, cfg, logger())
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	var once sync.Once
-	t.Cleanup(func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("worker run: %v", err)
-			}
-		})
-	})
-}
-
-func deleteTopology(c config.Common) {
-	conn, err := amqp.Dial(c.AMQP.URL)
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return
-	}
-	_ = c.AMQP.Topology().Delete(ch) // best effort: the names are the test's own
 }
 
 // loadStock creates the product with n units through the admin API, as

@@ -1,0 +1,108 @@
+// Package apptest runs surge's gateway and worker inside a test, on the
+// real engines, until the test's cleanup. The pipeline tests (pkg/app) and
+// the failover tests (test/chaos) share it.
+package apptest
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"surge/pkg/app"
+	"surge/pkg/config"
+)
+
+// GatewayConfig is the gateway's production defaults (SURGE_ variables)
+// on c, with the admin token given.
+func GatewayConfig(t testing.TB, c config.Common, adminToken string) app.GatewayConfig {
+	t.Helper()
+	var cfg app.GatewayConfig
+	if err := config.Load(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Common, cfg.AdminToken = c, adminToken
+	return cfg
+}
+
+// WorkerConfig is the worker's production defaults (batching, locks) on
+// c, with no metrics listener.
+func WorkerConfig(t testing.TB, c config.Common) app.WorkerConfig {
+	t.Helper()
+	var cfg app.WorkerConfig
+	if err := config.Load(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Common, cfg.MetricsAddr = c, ""
+	return cfg
+}
+
+// Gateway runs a gateway with cfg on a free local port until cleanup and
+// returns its base URL.
+func Gateway(t testing.TB, cfg app.GatewayConfig, log *slog.Logger) (string, *app.Gateway) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	g, err := app.NewGateway(ctx, cfg, log)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("gateway run: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String(), g
+}
+
+// Worker runs a worker pool with cfg; the returned func stops it and waits
+// for its shutdown (also done at cleanup).
+func Worker(t testing.TB, cfg app.WorkerConfig, log *slog.Logger) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := app.NewWorker(ctx, cfg, log)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("worker run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// DeleteTopology removes c's exchanges and queues, best effort: the names
+// are the test's own.
+func DeleteTopology(c config.Common) {
+	conn, err := amqp.Dial(c.AMQP.URL)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return
+	}
+	_ = c.AMQP.Topology().Delete(ch)
+}
