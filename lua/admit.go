@@ -11,4 +11,4 @@ var admitSrc string
 
 // Admit spends one request of a customer's budget and claims the order's
 // idempotency record in one call (pkg/idem).
-var Admit = redis.NewScript(admitSrc)
+var Admit = redis.NewScript(withGCRA(admitSrc))

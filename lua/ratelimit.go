@@ -11,4 +11,4 @@ var rateLimitSrc string
 
 // RateLimit spends one request of a subject's budget (pkg/ratelimit). It is
 // not in All: the first call loads it through EVALSHA's EVAL fallback.
-var RateLimit = redis.NewScript(rateLimitSrc)
+var RateLimit = redis.NewScript(withGCRA(rateLimitSrc))
