@@ -40,17 +40,8 @@ func report(t *testing.T, what string, s *sale, t0 time.Time, promoted time.Time
 func TestLostWritesHealedByReconciler(t *testing.T) {
 	const stock = 300
 	ctx := context.Background()
-	p := startPipeline(t)
-	sku := testenv.Unique("chaos-lost-")
-	p.loadStock(sku, stock)
-	slot := p.slot(sku)
-	master, replica := priv.shard(t, slot)
-	t.Cleanup(func() { priv.heal(t) })
-
-	s := newSale(p.url, sku)
-	stop := s.start(8, 20*time.Millisecond)
-	defer stop()
-	p.waitSold(sku, 60, 60*time.Second)
+	f := startFailover(t, "chaos-lost-", stock, 60)
+	p, sku, s, slot, master, replica := f.p, f.sku, f.s, f.slot, f.master, f.replica
 
 	priv.signal(t, replica, syscall.SIGSTOP)
 	if err := priv.node(t, master).ClientKillByFilter(ctx, "TYPE", "replica").Err(); err != nil {
@@ -67,16 +58,10 @@ func TestLostWritesHealedByReconciler(t *testing.T) {
 	promoted := priv.waitPromoted(t, slot, master, replica)
 	dbPromoted := p.dbNow()
 
-	p.waitSold(sku, stock, 90*time.Second)
-	sellPastStock(s)
-	stop()
-	report(t, "lost writes (replica link cut, master SIGKILLed)", s, t0, promoted)
-
 	// The loss is real: once every order is settled and every retried
 	// commit landed, Redis still misses the units whose commits only the
 	// dead master had.
-	p.drain(s)
-	p.quiesce()
+	f.finish(t, "lost writes (replica link cut, master SIGKILLed)", t0, promoted)
 	retried := p.checkCommitsRetried(sku, p.invoicedBetween(sku, dbT0, dbPromoted))
 	v, err := p.stock.View(ctx, sku)
 	if err != nil {
@@ -103,17 +88,8 @@ func TestLostWritesHealedByReconciler(t *testing.T) {
 func TestPausedMasterLosesNoAcceptedOrder(t *testing.T) {
 	const stock = 200
 	ctx := context.Background()
-	p := startPipeline(t)
-	sku := testenv.Unique("chaos-pause-")
-	p.loadStock(sku, stock)
-	slot := p.slot(sku)
-	master, replica := priv.shard(t, slot)
-	t.Cleanup(func() { priv.heal(t) })
-
-	s := newSale(p.url, sku)
-	stop := s.start(8, 20*time.Millisecond)
-	defer stop()
-	p.waitSold(sku, 50, 60*time.Second)
+	f := startFailover(t, "chaos-pause-", stock, 50)
+	p, sku, s, slot, master, replica := f.p, f.sku, f.s, f.slot, f.master, f.replica
 
 	priv.signal(t, master, syscall.SIGSTOP)
 	t0, dbT0 := time.Now(), p.dbNow()
@@ -125,12 +101,7 @@ func TestPausedMasterLosesNoAcceptedOrder(t *testing.T) {
 		return err == nil && len(role) > 0 && role[0] == "slave", err
 	})
 
-	p.waitSold(sku, stock, 90*time.Second)
-	sellPastStock(s)
-	stop()
-	report(t, "master paused past the node timeout", s, t0, promoted)
-	p.drain(s)
-	p.quiesce()
+	f.finish(t, "master paused past the node timeout", t0, promoted)
 	// The paused master may have acknowledged commits on resume, before it
 	// learnt it was demoted, and dropped them: the reconciler heals those.
 	lost, err := p.uncommitted(sku, p.invoicedBetween(sku, dbT0, dbPromoted))
@@ -144,6 +115,48 @@ func TestPausedMasterLosesNoAcceptedOrder(t *testing.T) {
 	t.Logf("orders invoiced during the pause and not committed in Redis after the drain: %v; reconcile: %s",
 		lost, describe(rep))
 	p.checkSale(sku, stock, s)
+}
+
+// failover is a sale under way on a SKU of the private cluster, whose
+// master and replica a test is about to fault.
+type failover struct {
+	p               *pipeline
+	sku             string
+	stock           int
+	slot            int
+	master, replica int
+	s               *sale
+	stop            func()
+}
+
+// startFailover loads stock units of a new SKU, starts a steady sale on it
+// and returns once soldBefore were invoiced, so the fault hits a sale under
+// way. The cluster is healed at cleanup.
+func startFailover(t *testing.T, prefix string, stock, soldBefore int) *failover {
+	t.Helper()
+	f := &failover{p: startPipeline(t), sku: testenv.Unique(prefix), stock: stock}
+	f.p.loadStock(f.sku, stock)
+	f.slot = f.p.slot(f.sku)
+	f.master, f.replica = priv.shard(t, f.slot)
+	t.Cleanup(func() { priv.heal(t) })
+	f.s = newSale(f.p.url, f.sku)
+	f.stop = f.s.start(8, 20*time.Millisecond)
+	t.Cleanup(f.stop)
+	f.p.waitSold(f.sku, soldBefore, 60*time.Second)
+	return f
+}
+
+// finish waits until MySQL sold out, lets the sale go on past the stock,
+// stops it, reports the outage from t0, and waits until every order is
+// settled.
+func (f *failover) finish(t *testing.T, what string, t0, promoted time.Time) {
+	t.Helper()
+	f.p.waitSold(f.sku, f.stock, 90*time.Second)
+	sellPastStock(f.s)
+	f.stop()
+	report(t, what, f.s, t0, promoted)
+	f.p.drain(f.s)
+	f.p.quiesce()
 }
 
 // sellPastStock lets the sale go on once MySQL sold out, until enough
