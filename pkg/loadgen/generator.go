@@ -39,8 +39,9 @@ type Options struct {
 	Rate float64
 	// Timeout bounds each request. Default 10s.
 	Timeout time.Duration
-	// SlowAfter is the latency from which a request counts as slow in
-	// Snapshot's series (where in a run the slow ones were). Default 5ms.
+	// SlowAfter is the latency from which a request counts as slow (Slow,
+	// and the Sampler's series: where in a run the slow ones were).
+	// Default 5ms.
 	SlowAfter time.Duration
 }
 
