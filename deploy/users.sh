@@ -180,8 +180,9 @@ apply_rabbitmq() {
 		# The gateway and the worker both declare the topology at start-up (configure, plus
 		# write on queues and read on exchanges to bind), publish, and consume or replay.
 		gateway | worker | ops) all="\"configure\":\"$names\",\"write\":\"$names\",\"read\":\"$names\"" ;;
-		# The reconciler compares Redis with MySQL; it needs no queue.
-		reconciler) all="\"configure\":\"$none\",\"write\":\"$none\",\"read\":\"$none\"" ;;
+		# The reconciler publishes again the orders whose reservation outlived its grace period
+		# with nothing in MySQL (write on the order exchange); it declares and reads nothing.
+		reconciler) all="\"configure\":\"$none\",\"write\":\"$names\",\"read\":\"$none\"" ;;
 		esac
 		defs+="$sep{\"user\":\"$user\",\"vhost\":\"$AMQP_VHOST\",$all}"
 		sep=","

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- commit: after MySQL committed the order's invoice, move its units to sold.
 -- KEYS[1] {sku:X}:avail   KEYS[2] {sku:X}:resv   KEYS[3] {sku:X}:sold
 -- KEYS[4] {sku:X}:ord:<order_id>
@@ -5,6 +6,8 @@
 -- Returns 1 committed from the reservation; 2 committed from avail (the
 -- reservation was lost in a failover or released as stale); 0 already
 -- committed (nothing changed); -1 stock not loaded (nothing changed).
+-- Runs even when memory is full: MySQL already sold the units, and Redis
+-- must say so.
 local state = redis.call('GET', KEYS[4])
 if state == 'C' then return 0 end
 if not redis.call('GET', KEYS[1]) then return -1 end

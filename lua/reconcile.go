@@ -13,3 +13,11 @@ var reconcileSrc string
 // writes: it commits, releases, sets stock and sold, and recomputes avail,
 // each change conditional on what the caller read (see reconcile.lua).
 var Reconcile = redis.NewScript(reconcileSrc)
+
+//go:embed adopt.lua
+var adoptSrc string
+
+// Adopt marks orders the reconciler publishes again because their
+// reservation waited past the grace period with no order in MySQL (see
+// adopt.lua).
+var Adopt = redis.NewScript(adoptSrc)

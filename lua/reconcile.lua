@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- reconcile: align one SKU's stock keys with MySQL, atomically against
 -- live traffic. Each change is conditional on what the caller read, so a
 -- reservation, commit or stock load made meanwhile is never clobbered.

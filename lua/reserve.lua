@@ -1,16 +1,25 @@
+#!lua
 -- reserve: move qty units of one SKU from avail to an open reservation.
 -- KEYS[1] {sku:X}:avail   KEYS[2] {sku:X}:resv   KEYS[3] {sku:X}:ord:<order_id>
--- ARGV[1] order_id        ARGV[2] qty            ARGV[3] now (unix ms)
--- ARGV[4] order state TTL in seconds (the idempotency window)
+-- ARGV[1] order_id        ARGV[2] qty
+-- ARGV[3] nonce of the request reserving (lets it undo only its own work)
+-- ARGV[4] customer_id     ARGV[5] order state TTL in seconds
 -- Returns {code, avail}:
---   1 reserved now; 2 repeat of an accepted order (nothing changed);
+--   1 reserved now; 2 repeat of an accepted order (nothing reserved);
 --   0 sold out (remembered for the order); 3 repeat of a sold-out order;
 --  -1 stock not loaded (the caller must not sell).
+-- The reservation is "qty:reserved_ms:nonce:customer_id", the time by this
+-- master's clock (the reconciler's grace is measured on it, not on a
+-- gateway's). A repeat turns state A into P: another request for the same
+-- order may publish it from now on, so the first request can no longer
+-- undo the reservation as "never published" (lua/release.lua).
 -- Idempotent per order id: go-redis retries timed-out scripts, and clients
--- retry requests.
+-- retry requests. The shebang makes Redis refuse the whole script when
+-- memory is full (maxmemory), never half of it.
 local state = redis.call('GET', KEYS[3])
 if state then
   if state == 'S' then return {3, 0} end
+  if state == 'A' then redis.call('SET', KEYS[3], 'P', 'KEEPTTL') end
   return {2, 0}
 end
 local avail = redis.call('GET', KEYS[1])
@@ -18,10 +27,12 @@ if not avail then return {-1, 0} end
 avail = tonumber(avail)
 local qty = tonumber(ARGV[2])
 if avail < qty then
-  redis.call('SET', KEYS[3], 'S', 'EX', ARGV[4])
+  redis.call('SET', KEYS[3], 'S', 'EX', ARGV[5])
   return {0, avail}
 end
+local t = redis.call('TIME')
+local ms = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 redis.call('DECRBY', KEYS[1], qty)
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2] .. ':' .. ARGV[3])
-redis.call('SET', KEYS[3], 'A', 'EX', ARGV[4])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2] .. ':' .. ms .. ':' .. ARGV[3] .. ':' .. ARGV[4])
+redis.call('SET', KEYS[3], 'A', 'EX', ARGV[5])
 return {1, avail - qty}

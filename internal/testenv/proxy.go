@@ -14,9 +14,10 @@ type Proxy struct {
 	ln     net.Listener
 	target string
 
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]struct{}
+	mu      sync.Mutex
+	cut     bool
+	conns   map[net.Conn]struct{}
+	stalled chan struct{} // non-nil while replies are held back
 }
 
 // NewProxy listens on 127.0.0.1:0 and forwards to target until cleanup.
@@ -28,7 +29,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	}
 	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
 	go p.accept()
-	t.Cleanup(func() { _ = ln.Close(); p.Cut() })
+	t.Cleanup(func() { _ = ln.Close(); p.Resume(); p.Cut() })
 	return p
 }
 
@@ -44,6 +45,38 @@ func (p *Proxy) Cut() {
 		_ = c.Close()
 	}
 	p.conns = map[net.Conn]struct{}{}
+}
+
+// Stall holds back what the engine sends to its clients, without closing
+// anything, until Resume: requests still reach the engine, answers do not
+// come back (for a broker: published messages are enqueued, their
+// confirms never arrive, as under a memory alarm).
+func (p *Proxy) Stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stalled == nil {
+		p.stalled = make(chan struct{})
+	}
+}
+
+// Resume delivers what Stall held back and lets answers through again.
+func (p *Proxy) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stalled != nil {
+		close(p.stalled)
+		p.stalled = nil
+	}
+}
+
+// waitUnstalled returns once answers may pass.
+func (p *Proxy) waitUnstalled() {
+	p.mu.Lock()
+	ch := p.stalled
+	p.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
 }
 
 // Restore lets connections through again.
@@ -80,7 +113,19 @@ func (p *Proxy) serve(c net.Conn) {
 		return
 	}
 	go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
-	_, _ = io.Copy(c, up)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := up.Read(buf)
+		if n > 0 {
+			p.waitUnstalled()
+			if _, werr := c.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
 	_ = c.Close()
 }
 

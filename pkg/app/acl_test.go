@@ -135,11 +135,12 @@ func TestServiceUsersRunTheirScripts(t *testing.T) {
 		t.Fatalf("gateway reserve: %v", err)
 	}
 	o2 := order.Order{ID: order.IDFor("c2", "k1"), SKU: sku, Qty: 1, CustomerID: "c2"}
-	if _, err := gs.Reserve(ctx, o2); err != nil {
+	r2, err := gs.Reserve(ctx, o2)
+	if err != nil {
 		t.Fatalf("gateway reserve: %v", err)
 	}
-	if _, err := gs.Release(ctx, sku, o2.ID, stock.Forget); err != nil {
-		t.Fatalf("gateway release: %v", err)
+	if _, err := gs.Undo(ctx, sku, o2.ID, r2.Nonce); err != nil {
+		t.Fatalf("gateway undo: %v", err)
 	}
 	subject := testenv.Unique("acl-")
 	t.Cleanup(func() { admin.Del(ctx, keys.RateLimit("ip:"+subject)) })

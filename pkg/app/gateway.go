@@ -96,7 +96,7 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	api := &httpapi.Server{
 		Orders: &gateway.Service{Stock: metrics.Reserver{Next: st}, Idem: claims,
 			Queue: metrics.Publisher{Next: pub}, Catalog: catalog{eng.db}, Log: log,
-			SoldOut: hints, OnSoldOutCached: metrics.SoldOutCached},
+			SoldOut: hints, OnSoldOutCached: metrics.SoldOutCached, OnOutcomeUnknown: metrics.OutcomeUnknown},
 		Status:     &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st},
 		Stock:      stockAdmin{&ops.Stock{DB: eng.db, Redis: st}, prods, hints},
 		AdminToken: cfg.AdminToken,
@@ -112,7 +112,7 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	g.srv = httpapi.NewHTTPServer(cfg.HTTPAddr, instrumented(api))
 	httpapi.MountDeadLetters(api, &ops.DeadLetters{Queue: ops.QueueDead{Conn: eng.mq, Topology: topo}, DB: eng.db})
 	rec := reconcile.New(eng.redis.ClusterClient, reconcile.StoreLedger{Store: eng.db}, reconcile.Options{
-		Grace: cfg.Grace, Lookback: cfg.Lookback, StateTTL: cfg.IdempotencyTTL, Log: log})
+		Grace: cfg.Grace, Lookback: cfg.Lookback, StateTTL: cfg.IdempotencyTTL, Log: log, Publisher: pub})
 	httpapi.MountReconcile(api, &ops.Reconcile{Rec: rec, DB: eng.db})
 	api.Handle("GET /v1/products/{sku}", api.Products(prods))
 	g.products = prods

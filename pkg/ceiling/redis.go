@@ -75,11 +75,11 @@ func redisPipelined(ctx context.Context, rdb *redis.ClusterClient, opts RedisOpt
 	ttl := strconv.FormatInt(int64(opts.StateTTL/time.Second), 10)
 	res, err := drive(ctx, "redis_evalsha_pipelined", opts.Workers, opts.Duration, func(ctx context.Context, w int, i int64) (int, error) {
 		pipe := rdb.Pipeline()
-		now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 		for j := range opts.Pipeline {
 			id := "p" + strconv.Itoa(w) + "-" + strconv.FormatInt(i, 10) + "-" + strconv.Itoa(j)
 			ks := append(ks[:2:2], keys.OrderState(opts.SKU, id))
-			pipe.EvalSha(ctx, lua.Reserve.Hash(), ks, id, 1, now, ttl)
+			// ARGV as stock.Reserve sends them: id, qty, nonce, customer, TTL.
+			pipe.EvalSha(ctx, lua.Reserve.Hash(), ks, id, 1, "00000000", "ceiling", ttl)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return 0, fmt.Errorf("pipelined reserve: %w", err)

@@ -1,8 +1,19 @@
 // Package gateway accepts orders: it claims the idempotency record,
 // reserves stock with one Lua script, publishes the order with a publisher
-// confirm, and only then reports it accepted. When the publish fails the
-// reservation is released, so nothing stays reserved for an order the
-// client was told to retry.
+// confirm, and only then reports it accepted.
+//
+// Every answer tells the truth. Accepted means RabbitMQ confirmed the
+// order, so a worker will invoice it. "Not taken" (ErrUnavailable and the
+// 4xx errors) is answered only once this request's reservation is taken
+// back or was never made, and the message is certainly in no queue: such
+// an order is never invoiced. When the gateway cannot know (the publish
+// was written and no confirm came, the connection dropped after the
+// write, a Redis call timed out after its script may have run, or another
+// request for the same order may have published it), the answer is
+// ErrOutcomeUnknown and the reservation and the idempotency record stay:
+// the order is either in the queue, or the reconciler publishes it again
+// after its grace period, so it settles; a retry with the same key or the
+// order's status then tells the settled truth.
 package gateway
 
 import (
@@ -16,10 +27,12 @@ import (
 	"surge/pkg/stock"
 )
 
-// Reserver holds stock for orders. *stock.Stock implements it.
+// Reserver holds stock for orders. *stock.Stock implements it. Undo takes
+// back the reservation made by the Reserve call that returned nonce, and
+// fails (stock.ErrNotYours) when the order may have been published since.
 type Reserver interface {
 	Reserve(ctx context.Context, o order.Order) (stock.Reservation, error)
-	Release(ctx context.Context, sku, orderID string, mode stock.ReleaseMode) (int, error)
+	Undo(ctx context.Context, sku, orderID, nonce string) (int, error)
 }
 
 // Claimer keeps idempotency records. *idem.Records implements it; Claim
@@ -33,7 +46,9 @@ type Claimer interface {
 }
 
 // Publisher hands an order to the queue and returns once the broker
-// confirmed it. *queue.Publisher implements it.
+// confirmed it. A failure wraps order.ErrOutcomeUnknown when the broker
+// may hold the message anyway, else the message is in no queue.
+// *queue.Publisher implements it.
 type Publisher interface {
 	Publish(ctx context.Context, o order.Order) error
 }
@@ -53,7 +68,7 @@ type Service struct {
 	Log     *slog.Logger
 	// Now defaults to time.Now.
 	Now func() time.Time
-	// CleanupTimeout bounds the release after a failed publish, which runs
+	// CleanupTimeout bounds the undo after a failed publish, which runs
 	// even when the client went away. Default 2s.
 	CleanupTimeout time.Duration
 	// SoldOut, when set, answers new orders for a SKU seen sold out moments
@@ -61,6 +76,9 @@ type Service struct {
 	// when set, is called for each such answer.
 	SoldOut         *SoldOutHints
 	OnSoldOutCached func()
+	// OnOutcomeUnknown, when set, is called for each answer whose outcome
+	// the gateway cannot know.
+	OnOutcomeUnknown func()
 }
 
 // Accepted is the answer to an accepted order.
@@ -73,7 +91,9 @@ type Accepted struct {
 
 // Accept validates o, derives its id from the customer and idemKey, and
 // reserves and publishes it. Errors wrap order's sentinels: ErrInvalid,
-// ErrRateLimited, ErrIdempotencyMismatch, ErrSoldOut, ErrUnknownSKU, ErrUnavailable.
+// ErrRateLimited, ErrIdempotencyMismatch, ErrSoldOut, ErrUnknownSKU and
+// ErrUnavailable (the order was not taken), or ErrOutcomeUnknown (an
+// *order.UnknownOutcomeError: it may have been).
 func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Accepted, error) {
 	if err := order.ValidateIdempotencyKey(idemKey); err != nil {
 		return Accepted{}, err
@@ -83,12 +103,13 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	}
 	o.ID = order.IDFor(o.CustomerID, idemKey)
 	now := s.now()
-	hinted := s.SoldOut.SoldOut(o.SKU, now)
-	first, err := s.Idem.Claim(ctx, o, hinted)
+	hint := s.SoldOut.SoldOut(o.SKU, now)
+	first, err := s.Idem.Claim(ctx, o, hint.SoldOut)
 	if err != nil {
+		s.SoldOut.Abandon(o.SKU, hint)
 		return Accepted{}, unavailableUnless(err, order.ErrIdempotencyMismatch, order.ErrRateLimited, order.ErrSoldOut)
 	}
-	if hinted && first {
+	if hint.SoldOut && first {
 		// Recorded as answered sold out: a retry gets this answer again.
 		if s.OnSoldOutCached != nil {
 			s.OnSoldOutCached()
@@ -98,14 +119,15 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	res, err := s.Stock.Reserve(ctx, o)
 	if !res.Repeat && (err == nil || errors.Is(err, order.ErrSoldOut)) {
 		s.SoldOut.Observe(o.SKU, res.Avail, now)
+	} else {
+		s.SoldOut.Abandon(o.SKU, hint)
 	}
 	if err != nil {
-		return Accepted{}, s.reserveFailed(ctx, o, first, err)
+		return Accepted{}, s.reserveFailed(ctx, o, first, res, err)
 	}
 	o.AcceptedAtMs = s.now().UnixMilli()
 	if err := s.Queue.Publish(ctx, o); err != nil {
-		s.publishFailed(ctx, o, first, res.Repeat, err)
-		return Accepted{}, fmt.Errorf("publish order=%s: %w: %w", o.ID, order.ErrUnavailable, err)
+		return Accepted{}, s.publishFailed(ctx, o, first, res, err)
 	}
 	// One line per accepted order, carrying the id the worker and the
 	// reconciler log too; sold-out answers (the bulk of a flash sale) are
@@ -114,9 +136,10 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	return Accepted{OrderID: o.ID, Status: order.StatusAccepted, SKU: o.SKU, Qty: o.Qty}, nil
 }
 
-// reserveFailed maps a failed reservation to the client's answer and undoes
-// the idempotency claim when the order did not come to exist.
-func (s *Service) reserveFailed(ctx context.Context, o order.Order, first bool, err error) error {
+// reserveFailed maps a failed reservation to the client's answer. A Redis
+// error may come after the script ran (a timeout), so the reservation it
+// may have made is undone before the order is called not taken.
+func (s *Service) reserveFailed(ctx context.Context, o order.Order, first bool, res stock.Reservation, err error) error {
 	switch {
 	case errors.Is(err, order.ErrSoldOut):
 		return err
@@ -128,24 +151,43 @@ func (s *Service) reserveFailed(ctx context.Context, o order.Order, first bool, 
 		}
 		return fmt.Errorf("sku %q stock is not loaded: %w", o.SKU, order.ErrUnavailable)
 	}
-	s.forget(ctx, o, first)
-	return fmt.Errorf("%w: %w", order.ErrUnavailable, err)
+	return s.notTakenOrUnknown(ctx, o, first, res.Nonce, err)
 }
 
-// publishFailed releases a reservation this request made. A repeat leaves
-// the reservation alone: the first request may have published it.
-func (s *Service) publishFailed(ctx context.Context, o order.Order, first, repeat bool, cause error) {
+// publishFailed maps a failed publish to the client's answer. When the
+// broker may hold the message, everything stays: the order will settle.
+// Otherwise the reservation this request made is undone; a repeat made
+// none, and the order it repeats may have been published by the request
+// that reserved, so its outcome is unknown to this one.
+func (s *Service) publishFailed(ctx context.Context, o order.Order, first bool, res stock.Reservation, err error) error {
+	s.log().Warn("publish failed", "order_id", o.ID, "sku", o.SKU, "repeat", res.Repeat, "err", err)
+	if errors.Is(err, order.ErrOutcomeUnknown) || res.Repeat {
+		return s.unknown(o, fmt.Errorf("publish: %w", err))
+	}
+	return s.notTakenOrUnknown(ctx, o, first, res.Nonce, fmt.Errorf("publish: %w", err))
+}
+
+// notTakenOrUnknown undoes this request's reservation (nonce). When that
+// leaves the order holding nothing, the order was not taken: the
+// idempotency record is forgotten (when this request created it) and the
+// answer wraps ErrUnavailable. When the reservation is not this request's
+// to undo, or the undo failed, the answer is an unknown outcome.
+func (s *Service) notTakenOrUnknown(ctx context.Context, o order.Order, first bool, nonce string, cause error) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cleanupTimeout())
 	defer cancel()
-	if !repeat {
-		if _, err := s.Stock.Release(cctx, o.SKU, o.ID, stock.Forget); err != nil {
-			// The reservation stays until the reconciler's grace period
-			// releases it: stock is late, never lost.
-			s.log().Error("release after failed publish", "order_id", o.ID, "sku", o.SKU, "err", err)
-		}
+	if _, err := s.Stock.Undo(cctx, o.SKU, o.ID, nonce); err != nil {
+		s.log().Warn("reservation kept: outcome unknown", "order_id", o.ID, "sku", o.SKU, "err", err)
+		return s.unknown(o, errors.Join(cause, err))
 	}
 	s.forget(cctx, o, first)
-	s.log().Warn("publish failed", "order_id", o.ID, "sku", o.SKU, "err", cause)
+	return fmt.Errorf("order=%s not taken: %w: %w", o.ID, order.ErrUnavailable, cause)
+}
+
+func (s *Service) unknown(o order.Order, cause error) error {
+	if s.OnOutcomeUnknown != nil {
+		s.OnOutcomeUnknown()
+	}
+	return &order.UnknownOutcomeError{OrderID: o.ID, Cause: cause}
 }
 
 func (s *Service) forget(ctx context.Context, o order.Order, first bool) {

@@ -13,15 +13,19 @@ import (
 // key) instead of two, and none on the SKU's hot master.
 //
 // A hint is only an optimisation of the answer "sold out", never of a
-// sale: it is set when a reservation left 0 units or found 0, dropped when
-// one found units, and it lasts TTL. When it runs out, one request (the
-// probe) runs the reserve script again while the others keep the hint for
-// at most another TTL: a stampede of reservations on the hot master at
-// every expiry would cost what the hint saves, and it came exactly when
-// that master was slow (the longer its round trip, the more requests
-// passed before the first answer renewed the hint). Units that come back
-// (a released reservation, a restock) are sold at most 2 TTL later. The
-// zero value, or a TTL of 0, keeps no hint.
+// sale, and it never answers from a sighting older than 2 TTL (the window
+// the API promises for 409 sold_out): it is set when a reservation left 0
+// units or found 0, dropped when one found units, and answers alone for
+// TTL. After that, one request (the probe) runs the reserve script again
+// while the others keep answering from the hint until 2 TTL after the
+// sighting: a stampede of reservations on the hot master at every expiry
+// would cost what the hint saves, and it came exactly when that master was
+// slow. A probe that never reaches the reserve script (its claim was
+// refused: rate limited, a reused key, a repeat) gives the slot back at
+// once (Abandon), so no client, however often it is refused, holds it.
+// Past 2 TTL with no new sighting every request reserves until one renews
+// the hint. Units that come back are sold at most 2 TTL later. The zero
+// value, or a TTL of 0, keeps no hint.
 type SoldOutHints struct {
 	TTL time.Duration
 
@@ -30,34 +34,47 @@ type SoldOutHints struct {
 }
 
 type hint struct {
-	until   time.Time // the hint holds until then
+	seen    time.Time // when a reservation last saw no unit left
 	probeAt time.Time // when the running probe started; zero: none
 }
 
-// SoldOut reports whether orders for sku may be answered sold out. After
-// the hint's TTL, the first caller gets false and is the probe: its
-// reservation's outcome, given to Observe, renews or drops the hint.
-func (h *SoldOutHints) SoldOut(sku string, now time.Time) bool {
+// Hint is what SoldOut decided for one request.
+type Hint struct {
+	// SoldOut: answer sold out without the reserve script.
+	SoldOut bool
+	// Probe: this request holds the probe slot; its reservation's outcome
+	// goes to Observe, or Abandon when it does not reserve.
+	Probe bool
+}
+
+// SoldOut decides whether an order for sku may be answered sold out now.
+func (h *SoldOutHints) SoldOut(sku string, now time.Time) Hint {
 	if h == nil || h.TTL <= 0 {
-		return false
+		return Hint{}
 	}
 	h.mu.RLock()
 	e, ok := h.hints[sku]
-	fresh := ok && now.Before(e.until)
+	fresh := ok && now.Before(e.seen.Add(h.TTL))
 	h.mu.RUnlock()
 	if !ok || fresh {
-		return fresh
+		return Hint{SoldOut: fresh}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if e, ok = h.hints[sku]; !ok || now.Before(e.until) {
-		return ok
+	if e, ok = h.hints[sku]; !ok {
+		return Hint{}
 	}
-	if !e.probeAt.IsZero() && now.Before(e.probeAt.Add(h.TTL)) {
-		return true // a probe is on its way
+	switch {
+	case now.Before(e.seen.Add(h.TTL)):
+		return Hint{SoldOut: true}
+	case !now.Before(e.seen.Add(2 * h.TTL)):
+		delete(h.hints, sku) // too old to answer from: reserve
+		return Hint{}
+	case !e.probeAt.IsZero():
+		return Hint{SoldOut: true} // a probe is on its way
 	}
-	e.probeAt = now // this caller probes (again, when a probe got no answer)
-	return false
+	e.probeAt = now
+	return Hint{Probe: true}
 }
 
 // Observe records what a reservation of sku saw: avail units left (after
@@ -75,7 +92,20 @@ func (h *SoldOutHints) Observe(sku string, avail int, now time.Time) {
 	if h.hints == nil {
 		h.hints = map[string]*hint{}
 	}
-	h.hints[sku] = &hint{until: now.Add(h.TTL)}
+	h.hints[sku] = &hint{seen: now}
+}
+
+// Abandon gives back the probe slot of a request that did not reserve
+// (d.Probe false: nothing to give back).
+func (h *SoldOutHints) Abandon(sku string, d Hint) {
+	if h == nil || !d.Probe {
+		return
+	}
+	h.mu.Lock()
+	if e, ok := h.hints[sku]; ok {
+		e.probeAt = time.Time{}
+	}
+	h.mu.Unlock()
 }
 
 // Forget drops the hint for sku (its stock was just loaded here).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"surge/pkg/order"
 )
@@ -61,10 +62,17 @@ func (t *Tracker) Status(ctx context.Context, id string) (OrderView, error) {
 	if err != nil {
 		return OrderView{}, fmt.Errorf("%w: %w", order.ErrUnavailable, err)
 	}
-	// 'A' accepted and 'C' committed (MySQL row not visible yet to this
-	// read) are both in flight; 'S' was sold out and never accepted.
-	if st != "A" && st != "C" {
+	if !inFlight(st) {
 		return OrderView{}, fmt.Errorf("order %q: %w", id, order.ErrNotFound)
 	}
 	return OrderView{OrderID: id, Status: order.StatusAccepted, SKU: o.SKU, Qty: o.Qty}, nil
+}
+
+// inFlight tells whether an order state (keys.OrderState) belongs to an
+// order on its way to MySQL: reserved (A), repeated (P), published again
+// by the reconciler (R1, R2, ...), or committed (C: its MySQL row not
+// visible to this read yet). S was sold out and never accepted; X was
+// rejected (MySQL has it).
+func inFlight(st string) bool {
+	return st == "A" || st == "P" || st == "C" || strings.HasPrefix(st, "R")
 }

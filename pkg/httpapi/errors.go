@@ -8,9 +8,12 @@ import (
 	"surge/pkg/order"
 )
 
-// errorBody is the contract's error shape: {"error":{"code","message"}}.
+// errorBody is the contract's error shape: {"error":{"code","message"}},
+// plus the order's id when its outcome is unknown (outcome_unknown), so
+// the client can ask for it.
 type errorBody struct {
-	Error errorDetail `json:"error"`
+	Error   errorDetail `json:"error"`
+	OrderID string      `json:"order_id,omitempty"`
 }
 
 type errorDetail struct {
@@ -28,8 +31,9 @@ type apiError struct {
 func (e *apiError) Error() string { return e.msg }
 
 // errorCodes maps domain errors to statuses and codes: the one table the
-// HTTP contract is read from. Anything else is a dependency failure: 503,
-// retryable, nothing left reserved.
+// HTTP contract is read from, first match first. Anything else is a
+// dependency failure: 503, retryable. "unavailable" promises the order was
+// not taken; "outcome_unknown" says it may have been.
 var errorCodes = []struct {
 	err    error
 	status int
@@ -42,6 +46,7 @@ var errorCodes = []struct {
 	{order.ErrIdempotencyMismatch, http.StatusUnprocessableEntity, "idempotency_mismatch"},
 	{order.ErrRateLimited, http.StatusTooManyRequests, "rate_limited"},
 	{order.ErrConflict, http.StatusConflict, "conflict"},
+	{order.ErrOutcomeUnknown, http.StatusServiceUnavailable, "outcome_unknown"},
 	{order.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
 	{order.ErrNotLoaded, http.StatusServiceUnavailable, "unavailable"},
 }
@@ -52,7 +57,14 @@ var publicMessages = map[string]string{
 	"sold_out":     "not enough units left for this order",
 	"unavailable":  "the service cannot take this request right now; retry later",
 	"rate_limited": "too many requests; retry after the delay in Retry-After",
+	"outcome_unknown": "the order may or may not have been taken; retry with the same Idempotency-Key " +
+		"after Retry-After, or read the order's status, for the settled answer",
 }
+
+// retryAfterUnknown is Retry-After on outcome_unknown, in seconds: about
+// the publisher's confirm timeout, after which a retry usually finds the
+// outcome settled.
+const retryAfterUnknown = "2"
 
 func classify(err error) (status int, code, msg string) {
 	var ae *apiError
@@ -79,17 +91,24 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, code, msg := classify(err)
+	body := errorBody{Error: errorDetail{Code: code, Message: msg}}
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
+	}
+	var unknown *order.UnknownOutcomeError
+	if errors.As(err, &unknown) {
+		body.OrderID = unknown.OrderID
+		w.Header().Set("Retry-After", retryAfterUnknown)
 	}
 	var rl *order.RateLimitedError
 	if errors.As(err, &rl) {
 		setRetryAfter(w, rl.RetryAfter)
 	}
 	if status >= 500 {
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status,
+			"code", code, "order_id", body.OrderID, "err", err)
 	}
-	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: msg}})
+	writeJSON(w, status, body)
 }
 
 // failureBody is the error shape plus, when part of an operation was done

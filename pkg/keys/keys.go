@@ -18,10 +18,12 @@ func Sold(sku string) string { return "{sku:" + sku + "}:sold" }
 // Stock is the total stock of sku as last loaded by operations.
 func Stock(sku string) string { return "{sku:" + sku + "}:stock" }
 
-// OrderState is the per-order outcome on the SKU's slot: A(ccepted),
-// S(old out at the gateway), C(ommitted), X (rejected, released). It makes
-// the reserve, commit and release scripts idempotent per order id, and
-// expires with the idempotency window.
+// OrderState is the per-order outcome on the SKU's slot: A (reserved),
+// P (reserved, and repeated by another request, which may have published
+// it), Rn (published again by the reconciler, n times), S (sold out at the
+// gateway), C (committed), X (rejected, released). It makes the reserve,
+// commit and release scripts idempotent per order id, and expires with the
+// idempotency window.
 func OrderState(sku, orderID string) string { return "{sku:" + sku + "}:ord:" + orderID }
 
 // SKUPattern matches the stock keys of every SKU, for SCAN on each master.

@@ -59,12 +59,17 @@ var (
 	}, []string{"outcome"})
 	releases = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "reservation_releases_total",
-		Help: "Reservations released by the gateway or worker, by mode (forget, reject) and result (ok, error).",
+		Help: "Reservations the gateway took back after a failed publish or reservation, by mode (undo) and result: ok, kept (not its to undo: answered outcome_unknown), error.",
 	}, []string{"mode", "result"})
+
+	outcomeUnknown = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "orders_outcome_unknown_total",
+		Help: "Orders answered 503 outcome_unknown: the gateway could not know whether RabbitMQ took them; they keep their reservation until they settle.",
+	})
 
 	publishes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "publish_total",
-		Help: "Order publishes by broker answer: confirmed, nacked, returned, timeout, error.",
+		Help: "Order publishes by broker answer: confirmed, nacked, returned, timeout (no confirm in time), blocked (a resource alarm, nothing written), unknown (channel lost or caller gone after the write), error.",
 	}, []string{"result"})
 	publishDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: Namespace, Name: "publish_duration_seconds",
@@ -140,7 +145,7 @@ var (
 // Label values created at zero when the package loads.
 var (
 	reservationOutcomes = []string{ReservationReserved, ReservationRepeat, ReservationSoldOut, ReservationSoldOutCached, ReservationNotLoaded, ReservationError}
-	publishResults      = []string{PublishConfirmed, PublishNacked, PublishReturned, PublishTimeout, PublishError}
+	publishResults      = []string{PublishConfirmed, PublishNacked, PublishReturned, PublishTimeout, PublishBlocked, PublishUnknown, PublishError}
 	workerOutcomes      = []string{"invoiced", "rejected", "duplicate", "retried", "dead"}
 	driftKinds          = []string{DriftCommitMissing, DriftStaleReservation, DriftSoldMismatch, DriftStockMismatch, DriftNotLoaded}
 )
@@ -149,7 +154,7 @@ func init() {
 	Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		httpDuration, reservations, releases, publishes, publishDuration,
+		httpDuration, reservations, releases, outcomeUnknown, publishes, publishDuration,
 		workerOrders, workerDuration, retries, deadLetters,
 		reconcileDrift, reconcileRepairs, reconcileRuns, reconcileDuration, reconcileLastSuccess,
 		lockAcquisitions, lockWait, cacheRequests, cacheRebuilds, rateLimited,
@@ -157,9 +162,8 @@ func init() {
 	for _, o := range reservationOutcomes {
 		reservations.WithLabelValues(o)
 	}
-	for _, m := range []string{"forget", "reject"} {
-		releases.WithLabelValues(m, "ok")
-		releases.WithLabelValues(m, "error")
+	for _, r := range []string{"ok", "kept", "error"} {
+		releases.WithLabelValues("undo", r)
 	}
 	for _, r := range publishResults {
 		publishes.WithLabelValues(r)

@@ -125,7 +125,7 @@ func (s reserveStub) Reserve(context.Context, order.Order) (stock.Reservation, e
 	return s.res, s.err
 }
 
-func (s reserveStub) Release(context.Context, string, string, stock.ReleaseMode) (int, error) {
+func (s reserveStub) Undo(context.Context, string, string, string) (int, error) {
 	return 0, s.err
 }
 

@@ -8,8 +8,8 @@ const (
 	// DriftCommitMissing: a reservation whose invoice already exists in
 	// MySQL (the commit script never ran, or a failover lost it).
 	DriftCommitMissing = "commit_missing"
-	// DriftStaleReservation: a reservation with no live order past the
-	// grace period.
+	// DriftStaleReservation: a reservation with no MySQL order past the
+	// grace period (its order is published again, never released).
 	DriftStaleReservation = "stale_reservation"
 	// DriftSoldMismatch: Redis's sold counter differs from MySQL's.
 	DriftSoldMismatch = "sold_mismatch"

@@ -3,10 +3,10 @@ package metrics
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"surge/pkg/order"
+	"surge/pkg/queue"
 	"surge/pkg/stock"
 )
 
@@ -26,14 +26,17 @@ const (
 // script.
 func SoldOutCached() { reservations.WithLabelValues(ReservationSoldOutCached).Inc() }
 
+// OutcomeUnknown counts one order answered outcome_unknown.
+func OutcomeUnknown() { outcomeUnknown.Inc() }
+
 // StockReserver is what the gateway reserves with. *stock.Stock
 // implements it.
 type StockReserver interface {
 	Reserve(ctx context.Context, o order.Order) (stock.Reservation, error)
-	Release(ctx context.Context, sku, orderID string, mode stock.ReleaseMode) (int, error)
+	Undo(ctx context.Context, sku, orderID, nonce string) (int, error)
 }
 
-// Reserver counts reservations by outcome and releases by mode around
+// Reserver counts reservations by outcome and the gateway's undos around
 // Next.
 type Reserver struct{ Next StockReserver }
 
@@ -60,14 +63,18 @@ func reservationOutcome(res stock.Reservation, err error) string {
 	return ReservationError
 }
 
-// Release calls Next.Release and counts it.
-func (r Reserver) Release(ctx context.Context, sku, orderID string, mode stock.ReleaseMode) (int, error) {
-	n, err := r.Next.Release(ctx, sku, orderID, mode)
+// Undo calls Next.Undo and counts it: "ok", "kept" (the reservation was
+// not this request's to undo: the outcome is unknown) or "error".
+func (r Reserver) Undo(ctx context.Context, sku, orderID, nonce string) (int, error) {
+	n, err := r.Next.Undo(ctx, sku, orderID, nonce)
 	result := "ok"
-	if err != nil {
+	switch {
+	case errors.Is(err, stock.ErrNotYours), errors.Is(err, stock.ErrCommitted):
+		result = "kept"
+	case err != nil:
 		result = "error"
 	}
-	releases.WithLabelValues(string(mode), result).Inc()
+	releases.WithLabelValues("undo", result).Inc()
 	return n, err
 }
 
@@ -77,6 +84,8 @@ const (
 	PublishNacked    = "nacked"
 	PublishReturned  = "returned"
 	PublishTimeout   = "timeout"
+	PublishBlocked   = "blocked"
+	PublishUnknown   = "unknown"
 	PublishError     = "error"
 )
 
@@ -100,18 +109,21 @@ func (p Publisher) Publish(ctx context.Context, o order.Order) error {
 	return err
 }
 
-// publishResult reads queue.Publisher's error texts: it reports a nack,
-// a return and a missing confirm only in its messages.
+// publishResult names queue.Publisher's typed failures.
 func publishResult(err error) string {
 	switch {
 	case err == nil:
 		return PublishConfirmed
-	case strings.Contains(err.Error(), "nacked"):
+	case errors.Is(err, queue.ErrNacked):
 		return PublishNacked
-	case strings.Contains(err.Error(), "returned by the broker"):
+	case errors.Is(err, queue.ErrReturned):
 		return PublishReturned
-	case strings.Contains(err.Error(), "no confirm within"), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, queue.ErrBlocked):
+		return PublishBlocked
+	case errors.Is(err, queue.ErrConfirmTimeout):
 		return PublishTimeout
+	case errors.Is(err, order.ErrOutcomeUnknown):
+		return PublishUnknown
 	}
 	return PublishError
 }

@@ -34,7 +34,34 @@ var (
 	// ErrRateLimited means the customer spent their request budget; a
 	// *RateLimitedError says how long to wait.
 	ErrRateLimited = errors.New("rate limited")
+	// ErrOutcomeUnknown means the gateway cannot know whether the order
+	// was taken: RabbitMQ may hold it (a confirm that did not come in
+	// time, a connection lost after the publish was written). Unlike
+	// ErrUnavailable, the reservation and the idempotency record are
+	// kept until the outcome settles; an *UnknownOutcomeError names the
+	// order.
+	ErrOutcomeUnknown = errors.New("outcome unknown")
 )
+
+// UnknownOutcomeError answers an order whose fate the gateway cannot know
+// yet. It matches ErrOutcomeUnknown with errors.Is; a retry with the same
+// idempotency key, or the order's status, tells the settled truth.
+type UnknownOutcomeError struct {
+	// OrderID is the order whose outcome is unknown.
+	OrderID string
+	// Cause is what made it unknown (a confirm timeout, a lost channel).
+	// It is not unwrapped: the cause may wrap ErrUnavailable (a publish
+	// that failed for certain after a repeat), and this order's answer is
+	// not that.
+	Cause error
+}
+
+func (e *UnknownOutcomeError) Error() string {
+	return fmt.Sprintf("order %s: %v: %v", e.OrderID, ErrOutcomeUnknown, e.Cause)
+}
+
+// Is reports whether target is ErrOutcomeUnknown.
+func (e *UnknownOutcomeError) Is(target error) bool { return target == ErrOutcomeUnknown }
 
 // RateLimitedError refuses a request over its budget. It matches
 // ErrRateLimited with errors.Is.

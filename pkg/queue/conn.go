@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -32,6 +33,10 @@ type Conn struct {
 	cur    *amqp.Connection // nil while disconnected
 	up     chan struct{}    // closed while cur is set
 	closed bool
+
+	// blockedOn is the connection the broker blocked (connection.blocked,
+	// sent when a resource alarm stops publishers), nil when none is.
+	blockedOn atomic.Pointer[amqp.Connection]
 
 	deadMu sync.Mutex // serialises dead-letter operations on this Conn
 	quit   chan struct{}
@@ -126,6 +131,7 @@ func (c *Conn) keepUp(conn *amqp.Connection) {
 	defer c.wg.Done()
 	for conn != nil {
 		closed := conn.NotifyClose(make(chan *amqp.Error, 1))
+		go c.watchBlocked(conn, conn.NotifyBlocked(make(chan amqp.Blocking, 4)))
 		if !c.setConn(conn) {
 			_ = conn.Close()
 			return
@@ -141,6 +147,35 @@ func (c *Conn) keepUp(conn *amqp.Connection) {
 		}
 		conn = c.redial()
 	}
+}
+
+// watchBlocked follows the broker's flow control on conn until the
+// library closes blocks with the connection.
+func (c *Conn) watchBlocked(conn *amqp.Connection, blocks <-chan amqp.Blocking) {
+	for b := range blocks {
+		if b.Active {
+			c.blockedOn.Store(conn)
+			c.opts.logger.Warn("rabbitmq blocks publishers", "reason", b.Reason)
+			continue
+		}
+		if c.blockedOn.CompareAndSwap(conn, nil) {
+			c.opts.logger.Info("rabbitmq unblocked publishers")
+		}
+	}
+	c.blockedOn.CompareAndSwap(conn, nil)
+}
+
+// Blocked reports whether the broker currently blocks publishers on this
+// connection (a memory or disk alarm): a message written now would wait,
+// unconfirmed, until the alarm lifts.
+func (c *Conn) Blocked() bool {
+	b := c.blockedOn.Load()
+	if b == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return b == c.cur
 }
 
 // setConn records the current connection (nil while down). It reports

@@ -75,11 +75,33 @@ func newPublisher(conn *Conn, topo Topology, opts PublisherOptions) *Publisher {
 	return p
 }
 
+// Why a publish failed. Each comes wrapped together with
+// order.ErrUnavailable when the message is certainly in no queue, or with
+// order.ErrOutcomeUnknown when the broker may hold it.
+var (
+	// ErrNacked: the broker refused the message (unavailable).
+	ErrNacked = errors.New("broker nacked the message")
+	// ErrReturned: no queue is bound for the message (unavailable).
+	ErrReturned = errors.New("unroutable, returned by the broker")
+	// ErrBlocked: the broker blocks publishers (a resource alarm), so
+	// nothing was written (unavailable).
+	ErrBlocked = errors.New("connection blocked by the broker")
+	// ErrConfirmTimeout: the message was written and no confirm came in
+	// time (unknown: a memory alarm delays confirms, and the message is
+	// enqueued once it lifts).
+	ErrConfirmTimeout = errors.New("no confirm in time")
+	// ErrConfirmLost: the channel closed after the message was written
+	// and before its confirm (unknown).
+	ErrConfirmLost = errors.New("channel closed before the confirm")
+)
+
 // Publish sends o as JSON to the order exchange with MessageId = o.ID. It
-// returns nil only once the broker acked the message into a queue; every
-// transport failure (nack, unroutable, confirm timeout, closed channel or
-// connection, broker down, ctx ended) wraps order.ErrUnavailable, and an
-// invalid order wraps order.ErrInvalid.
+// returns nil only once the broker acked the message into a queue. A
+// failure wraps order.ErrUnavailable when the message is certainly in no
+// queue (not written, nacked, returned, broker down or blocking) and
+// order.ErrOutcomeUnknown when it may be (written, then no confirm in
+// time, the channel lost, or ctx ended while waiting); an invalid order
+// wraps order.ErrInvalid.
 func (p *Publisher) Publish(ctx context.Context, o order.Order) error {
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("publish order: %w", err)
@@ -106,7 +128,7 @@ func (p *Publisher) Publish(ctx context.Context, o order.Order) error {
 
 // PublishRaw sends msg as given (set DeliveryMode to amqp.Persistent) to
 // exchange with routingKey, mandatory, and waits for the confirm like
-// Publish. Replays and retries use it.
+// Publish, with the same errors. Replays and retries use it.
 func (p *Publisher) PublishRaw(ctx context.Context, exchange, routingKey string, msg amqp.Publishing) error {
 	if err := p.publish(ctx, exchange, routingKey, msg); err != nil {
 		return fmt.Errorf("publish to %s: %w", exchange, err)
@@ -124,11 +146,14 @@ func (p *Publisher) publish(ctx context.Context, exchange, routingKey string, ms
 	}
 	key := returnKey{msg.MessageId, exchange, routingKey}
 	o := cc.expect(key)
+	// A publish the library refuses (closed channel or connection, ctx
+	// already done, a failed socket write) leaves no whole message with
+	// the broker: it only routes a message whose frames all arrived.
 	dc, err := cc.ch.PublishWithDeferredConfirmWithContext(ctx, exchange, routingKey, true, false, msg)
 	p.slots <- cc
 	if err != nil {
 		cc.forget(key, o)
-		return fmt.Errorf("%w: %w", order.ErrUnavailable, err)
+		return unavailable(err)
 	}
 	return p.awaitConfirm(ctx, cc, dc, key, o)
 }
@@ -141,23 +166,36 @@ func (p *Publisher) awaitConfirm(ctx context.Context, cc *confirmChannel,
 	case <-dc.Done():
 	case <-ctx.Done():
 		go cc.settleLater(dc, key, o)
-		return fmt.Errorf("%w: waiting for confirm: %w", order.ErrUnavailable, ctx.Err())
+		return unknown(fmt.Errorf("waiting for confirm: %w", ctx.Err()))
 	case <-timer.C:
 		go cc.settleLater(dc, key, o)
-		return fmt.Errorf("%w: no confirm within %v", order.ErrUnavailable, p.opts.ConfirmTimeout)
+		return unknown(fmt.Errorf("%w (%v)", ErrConfirmTimeout, p.opts.ConfirmTimeout))
 	}
 	cc.sync()
 	returned, why := cc.forget(key, o)
 	switch {
 	case !dc.Acked() && cc.ch.IsClosed():
-		return fmt.Errorf("%w: channel closed before the confirm", order.ErrUnavailable)
+		return unknown(ErrConfirmLost)
 	case !dc.Acked():
-		return fmt.Errorf("%w: broker nacked the message", order.ErrUnavailable)
+		return unavailable(ErrNacked)
 	case returned:
-		return fmt.Errorf("%w: unroutable, returned by the broker: %s", order.ErrUnavailable, why)
+		return unavailable(fmt.Errorf("%w: %s", ErrReturned, why))
 	}
 	return nil
 }
+
+// unavailable marks a publish failure after which the message is in no
+// queue.
+func unavailable(err error) error {
+	if errors.Is(err, order.ErrUnavailable) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", order.ErrUnavailable, err)
+}
+
+// unknown marks a publish failure after which the broker may hold the
+// message.
+func unknown(err error) error { return fmt.Errorf("%w: %w", order.ErrOutcomeUnknown, err) }
 
 // acquire takes a pool slot, opening (or replacing a closed) channel in
 // it. The caller puts the slot back right after writing its publish.
@@ -173,6 +211,10 @@ func (p *Publisher) acquire(ctx context.Context) (*confirmChannel, error) {
 		p.slots <- cc
 		return nil, fmt.Errorf("%w: publisher closed", order.ErrUnavailable)
 	default:
+	}
+	if p.conn.Blocked() {
+		p.slots <- cc
+		return nil, unavailable(ErrBlocked)
 	}
 	if cc != nil && !cc.ch.IsClosed() {
 		return cc, nil

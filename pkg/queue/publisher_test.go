@@ -102,12 +102,17 @@ func TestPublishUnroutableIsUnavailable(t *testing.T) {
 	}
 }
 
-func TestPublishMissingExchangeIsUnavailable(t *testing.T) {
+// TestPublishMissingExchangeIsNotConfirmed: the broker closes the channel
+// on a publish to a missing exchange. The close names no message, and
+// other publishes outstanding on that channel may have been enqueued, so
+// the outcome is unknown, never "not taken".
+func TestPublishMissingExchangeIsNotConfirmed(t *testing.T) {
 	conn := dialTest(t, testenv.AMQPURL(t))
 	pub := newTestPublisher(t, conn, Topology{Exchange: testenv.Unique("t.missing.")}, PublisherOptions{Channels: 1})
 	for i := range 2 { // the broken channel is replaced, the error stays
-		if err := pub.Publish(context.Background(), testOrder(i)); !isUnavailable(err) {
-			t.Fatalf("publish %d to a missing exchange = %v, want ErrUnavailable", i, err)
+		err := pub.Publish(context.Background(), testOrder(i))
+		if !errors.Is(err, order.ErrOutcomeUnknown) || !errors.Is(err, ErrConfirmLost) || isUnavailable(err) {
+			t.Fatalf("publish %d to a missing exchange = %v, want an unknown outcome (channel lost)", i, err)
 		}
 	}
 }

@@ -22,7 +22,7 @@ func TestRepairKeepsWritesMadeAfterTheRead(t *testing.T) {
 	if err := stock.LoadScripts(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
-	st := stock.New(rdb, stock.Options{Now: func() time.Time { return time.Now().Add(-time.Hour) }})
+	st := stock.New(rdb, stock.Options{})
 	sku := testenv.Unique("rec-race-")
 	testenv.CleanupSKU(t, rdb, sku)
 	if _, err := st.SetStock(ctx, sku, 10, 0); err != nil {
@@ -36,12 +36,13 @@ func TestRepairKeepsWritesMadeAfterTheRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// MySQL (as read) knows no order yet, so the plan releases the stale
-	// reservation; meanwhile the worker invoices it and commits.
-	truth := Truth{Stock: 10, Sold: 0, Orders: map[string]OrderFact{}}
-	p := makePlan(v, truth, nil, time.Now(), time.Minute)
+	// MySQL (as read) rejected the order, so the plan releases its
+	// reservation; meanwhile a worker's commit moves it to sold (a later
+	// delivery, processed after a restock): the release must not undo it.
+	truth := Truth{Stock: 10, Sold: 0, Orders: map[string]OrderFact{o.ID: {ID: o.ID, Status: "rejected", Qty: 2}}}
+	p := makePlan(v, truth, nil, time.Minute)
 	if len(p.releases) != 1 {
-		t.Fatalf("plan %+v, want the stale reservation released", p)
+		t.Fatalf("plan %+v, want the rejected order's reservation released", p)
 	}
 	if _, err := st.Commit(ctx, sku, o.ID, o.Qty); err != nil {
 		t.Fatal(err)
@@ -69,7 +70,7 @@ func TestPlan(t *testing.T) {
 	held := func(qty int, age time.Duration) string {
 		return fmt.Sprintf("%d:%d", qty, now.Add(-age).UnixMilli())
 	}
-	v := view{resv: map[string]string{
+	v := view{now: now, resv: map[string]string{
 		"inv": held(1, time.Second), "rej": held(2, time.Second),
 		"stale": held(3, time.Hour), "fresh": held(4, time.Second),
 	}}
@@ -80,19 +81,18 @@ func TestPlan(t *testing.T) {
 		},
 		Invoiced: []OrderFact{{ID: "inv", Qty: 1}, {ID: "lost", Qty: 5}, {ID: "done", Qty: 6}},
 	}
-	p := makePlan(v, truth, map[string]bool{"done": true}, now, time.Minute)
-	got := struct {
+	p := makePlan(v, truth, map[string]bool{"done": true}, time.Minute)
+	type result struct {
 		Commits  []commitOp
 		Releases []releaseOp
+		Adopts   []releaseOp
 		Why      map[string]string
-	}{p.commits, p.releases, p.why}
-	want := struct {
-		Commits  []commitOp
-		Releases []releaseOp
-		Why      map[string]string
-	}{
+	}
+	got := result{p.commits, p.releases, p.adopts, p.why}
+	want := result{
 		Commits:  []commitOp{{id: "inv", qty: 1}, {id: "lost", qty: 5}},
-		Releases: []releaseOp{{id: "rej", held: v.resv["rej"]}, {id: "stale", held: v.resv["stale"]}},
+		Releases: []releaseOp{{id: "rej", held: v.resv["rej"]}},
+		Adopts:   []releaseOp{{id: "stale", held: v.resv["stale"]}},
 		Why:      map[string]string{"inv": whyInvoiced, "lost": whyInvoiced, "rej": whyRejected, "stale": whyNoOrder},
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(commitOp{}, releaseOp{})); diff != "" {

@@ -6,12 +6,16 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"surge/internal/testenv"
+	"surge/pkg/keys"
 	"surge/pkg/order"
 	"surge/pkg/reconcile"
 	"surge/pkg/stock"
@@ -71,13 +75,50 @@ func ord(sku string, n, qty int) order.Order {
 	return order.Order{ID: order.IDFor("c-"+sku, fmt.Sprint(n)), SKU: sku, Qty: qty, CustomerID: "c-" + sku}
 }
 
-// reserveAt reserves o as a gateway whose clock says at.
+// reserveAt reserves o, then sets the reservation's time (the master's
+// clock when it was made) to at.
 func (e *env) reserveAt(o order.Order, at time.Time) {
 	e.t.Helper()
-	st := stock.New(e.rdb, stock.Options{Now: func() time.Time { return at }})
-	if _, err := st.Reserve(context.Background(), o); err != nil {
+	ctx := context.Background()
+	if _, err := e.st.Reserve(ctx, o); err != nil {
 		e.t.Fatalf("reserve %s: %v", o.ID, err)
 	}
+	v, err := e.rdb.HGet(ctx, keys.Resv(o.SKU), o.ID).Result()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	f := strings.SplitN(v, ":", 3)
+	f[1] = strconv.FormatInt(at.UnixMilli(), 10)
+	if err := e.rdb.HSet(ctx, keys.Resv(o.SKU), o.ID, strings.Join(f, ":")).Err(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// published records the orders a reconciler publishes again.
+type published struct {
+	mu     sync.Mutex
+	orders []order.Order
+	err    error
+}
+
+func (p *published) Publish(_ context.Context, o order.Order) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return p.err
+	}
+	p.orders = append(p.orders, o)
+	return nil
+}
+
+func (p *published) ids() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, o := range p.orders {
+		out = append(out, o.ID)
+	}
+	return out
 }
 
 // process runs MySQL's side of a worker, leaving Redis alone (as when the

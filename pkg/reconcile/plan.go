@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"surge/pkg/order"
+	"surge/pkg/stock"
 )
 
 // Why an order is acted upon, as recorded in Found.Orders.
@@ -14,10 +15,12 @@ const (
 	whyNoOrder  = "no_order"
 )
 
-// plan is what one round will ask the repair script to do.
+// plan is what one round will ask the repair script to do, and which
+// orders it will publish again (adopt.lua).
 type plan struct {
 	commits  []commitOp
 	releases []releaseOp
+	adopts   []releaseOp
 	why      map[string]string
 }
 
@@ -27,7 +30,8 @@ type commitOp struct {
 	qty int
 }
 
-// releaseOp releases a reservation if it still holds the value read.
+// releaseOp releases (or adopts) a reservation if it still holds the
+// value read.
 type releaseOp struct {
 	id, held string
 }
@@ -39,12 +43,16 @@ type releaseOp struct {
 //     not C (its commit was lost, or is still on its way) is committed:
 //     the worker's own commit then finds C and changes nothing;
 //   - a reservation whose order MySQL rejected is released;
-//   - a reservation older than grace with no MySQL order is released (its
-//     publish never happened; an order still queued is covered by grace).
+//   - a reservation older than grace (on the master's clock) with no MySQL
+//     order is adopted: published again, never released. Its order may be
+//     in the queue behind a backlog, in a retry tier or the dead letters
+//     (accepted: it must be invoiced), or never have reached the broker
+//     (its answer was unknown, or never given); the worker settles it
+//     either way, once.
 //
 // committed holds the invoiced orders already in state C. Orders are
 // sorted by id so that the script's work is reproducible.
-func makePlan(v view, t Truth, committed map[string]bool, now time.Time, grace time.Duration) plan {
+func makePlan(v view, t Truth, committed map[string]bool, grace time.Duration) plan {
 	p := plan{why: map[string]string{}}
 	for _, id := range sortedKeys(v.resv) {
 		o, found := t.Orders[id]
@@ -55,8 +63,8 @@ func makePlan(v view, t Truth, committed map[string]bool, now time.Time, grace t
 		case found && o.Status == string(order.StatusRejected):
 			p.releases = append(p.releases, releaseOp{id: id, held: v.resv[id]})
 			p.why[id] = whyRejected
-		case !found && stale(v.resv[id], now, grace):
-			p.releases = append(p.releases, releaseOp{id: id, held: v.resv[id]})
+		case !found && stale(v.resv[id], v.now, grace):
+			p.adopts = append(p.adopts, releaseOp{id: id, held: v.resv[id]})
 			p.why[id] = whyNoOrder
 		}
 	}
@@ -77,8 +85,8 @@ func makePlan(v view, t Truth, committed map[string]bool, now time.Time, grace t
 // stale reports whether a reservation was made more than grace ago. A
 // malformed value is never stale: readView already refused it.
 func stale(held string, now time.Time, grace time.Duration) bool {
-	_, at, err := parseHeld(held)
-	return err == nil && now.Sub(at) > grace
+	h, err := stock.ParseHeld(held)
+	return err == nil && now.Sub(h.ReservedAt) > grace
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -1,12 +1,18 @@
 // Package reconcile heals a SKU's stock in Redis after a failover lost
 // acknowledged writes. MySQL is the truth. For each SKU, under a lock so
 // runs never overlap, it reads the SKU's keys in Redis, then MySQL in one
-// consistent snapshot, plans the repairs of DESIGN.md (commit what MySQL
-// invoiced, release what MySQL rejected or never received, align stock and
-// sold, recompute avail) and applies them with one Lua script on the SKU's
-// slot. Every change in that script is conditional on what was read, so
-// live gateway and worker traffic is never clobbered, and no repair ever
-// touches MySQL: it cannot make MySQL oversell.
+// consistent snapshot, plans the repairs (commit what MySQL invoiced,
+// release what MySQL rejected, align stock and sold, recompute avail) and
+// applies them with one Lua script on the SKU's slot. Every change in that
+// script is conditional on what was read, so live gateway and worker
+// traffic is never clobbered, and no repair ever touches MySQL: it cannot
+// make MySQL oversell.
+//
+// A reservation is never released because its order is late: an order
+// past the grace period with nothing in MySQL is published again instead
+// (see makePlan), so an accepted order waiting in a backlog, a retry tier
+// or the dead letters keeps its units, and an order whose publish nobody
+// confirmed settles.
 package reconcile
 
 import (
@@ -22,9 +28,12 @@ import (
 // default.
 type Options struct {
 	// Grace is how long a reservation may wait for its MySQL order before
-	// it is released as never published. It must cover an order's time in
-	// the queue, retry tiers included. Default 5m.
+	// the order is published again. Publishing too early only makes a
+	// duplicate the worker ignores. Default 5m.
 	Grace time.Duration
+	// Publisher publishes those orders. Nil: none is published (they are
+	// reported as unpublished) and they keep their units.
+	Publisher Publisher
 	// Lookback is how far back orders MySQL invoiced are checked for a
 	// commit Redis lost. It must cover the worker's retry tiers. Default
 	// 15m.
@@ -170,10 +179,14 @@ func (r *Reconciler) round(ctx context.Context, sku string, dryRun bool) (Change
 	if err != nil {
 		return Changes{}, Found{}, err
 	}
-	p := makePlan(v, t, done, r.opts.Now(), r.opts.Grace)
+	p := makePlan(v, t, done, r.opts.Grace)
 	found := Found{MySQLStock: t.Stock, MySQLSold: t.Sold, Redis: v.counters,
 		Reservations: len(v.resv), Orders: p.why}
 	ch, err := apply(ctx, r.rdb, sku, v, t, p, r.ttl, dryRun)
+	if err != nil {
+		return ch, found, err
+	}
+	err = r.republish(ctx, sku, p.adopts, &ch, dryRun)
 	return ch, found, err
 }
 

@@ -25,6 +25,8 @@ func TestRepairs(t *testing.T) {
 		seed    func(sku string) []order.Order
 		want    func(sku string, os []order.Order) state
 		outcome reconcile.Outcome
+		// republished is how many of the orders were published again.
+		republished int
 	}{{
 		name: "consistent SKU is left alone", stock: 10,
 		seed: func(sku string) []order.Order {
@@ -83,7 +85,9 @@ func TestRepairs(t *testing.T) {
 		},
 		outcome: reconcile.Repaired,
 	}, {
-		name: "reservation past grace with no order released, fresh one kept", stock: 10,
+		// The order may be queued, in a tier or a dead letter, or never
+		// published: it is published again, and keeps its units.
+		name: "reservation past grace with no order published again, kept", stock: 10,
 		seed: func(sku string) []order.Order {
 			o1, o2 := ord(sku, 1, 4), ord(sku, 2, 1)
 			e.reserveAt(o1, old)
@@ -91,10 +95,11 @@ func TestRepairs(t *testing.T) {
 			return []order.Order{o1, o2}
 		},
 		want: func(sku string, os []order.Order) state {
-			return state{Loaded: true, Stock: 10, Avail: 9, Reserved: 1, Reservations: ids(os[1]),
-				States: map[string]string{os[0].ID: "X", os[1].ID: "A"}}
+			return state{Loaded: true, Stock: 10, Avail: 5, Reserved: 5, Reservations: ids(os[0], os[1]),
+				States: map[string]string{os[0].ID: "R1", os[1].ID: "A"}}
 		},
-		outcome: reconcile.Repaired,
+		republished: 1,
+		outcome:     reconcile.Repaired,
 	}, {
 		name: "sold and avail drifted: aligned and recomputed", stock: 10,
 		seed: func(sku string) []order.Order {
@@ -138,9 +143,10 @@ func TestRepairs(t *testing.T) {
 		},
 		outcome: reconcile.Repaired,
 	}}
-	rec := e.reconciler(reconcile.Options{Grace: time.Minute, Lookback: time.Hour})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			pub := &published{}
+			rec := e.reconciler(reconcile.Options{Grace: time.Minute, Lookback: time.Hour, Publisher: pub})
 			sku := e.product(tc.stock)
 			os := tc.seed(sku)
 			rep := rec.SKU(context.Background(), sku, false)
@@ -160,10 +166,52 @@ func TestRepairs(t *testing.T) {
 			if n := e.repairs(sku, false); n != wantRows {
 				t.Errorf("%d repairs recorded, want %d", n, wantRows)
 			}
+			if got := len(pub.ids()); got != tc.republished {
+				t.Errorf("%d orders published again (%v), want %d", got, pub.ids(), tc.republished)
+			}
 			again := rec.SKU(context.Background(), sku, false)
 			if again.Outcome != reconcile.Consistent {
 				t.Errorf("second run: %s %+v, want consistent", again.Outcome, again.Repairs)
 			}
 		})
+	}
+}
+
+// TestRepublishBacksOff: an order that never reaches MySQL is published
+// again after the grace period, then after twice that, and so on: never
+// released, never dropped. Without a publisher it is reported unpublished
+// and keeps its units.
+func TestRepublishBacksOff(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sku := e.product(5)
+	o := ord(sku, 1, 2)
+	e.reserveAt(o, time.Now().Add(-90*time.Second))
+	none := e.reconciler(reconcile.Options{Grace: time.Minute})
+	rep := none.SKU(ctx, sku, false)
+	if len(rep.Repairs) != 1 || len(rep.Repairs[0].Unpublished) != 1 {
+		t.Fatalf("no publisher: %+v, want the order reported unpublished", rep.Repairs)
+	}
+	pub := &published{}
+	rec := e.reconciler(reconcile.Options{Grace: time.Minute, Publisher: pub})
+	run := func(age time.Duration) {
+		t.Helper()
+		e.reserveAt(o, time.Now().Add(-age))
+		if rep := rec.SKU(ctx, sku, false); rep.Outcome == reconcile.Failed {
+			t.Fatal(rep.Error)
+		}
+	}
+	run(90 * time.Second) // past the grace: published (R1)
+	run(90 * time.Second) // under 2 x grace since: waits
+	run(3 * time.Minute)  // past it: published (R2)
+	run(3 * time.Minute)  // under 4 x grace: waits
+	if got := pub.ids(); len(got) != 2 || got[0] != o.ID || got[1] != o.ID {
+		t.Fatalf("published %v, want %s twice", got, o.ID)
+	}
+	if p := pub.orders[0]; p.SKU != sku || p.Qty != 2 || p.CustomerID != o.CustomerID {
+		t.Fatalf("published %+v, want the reserved order %+v", p, o)
+	}
+	if s := e.state(sku, o); s.Reserved != 2 || s.Avail != 3 || s.States[o.ID] != "R2" {
+		t.Fatalf("state %+v: the order must keep its units (state R2)", s)
 	}
 }

@@ -47,7 +47,8 @@ type Found struct {
 	Reservations int `json:"reservations"`
 	// Orders says why each order acted upon was chosen: "invoiced"
 	// (a reservation, or a commit Redis lost, of an order MySQL invoiced),
-	// "rejected", or "no_order" (no MySQL order after the grace period).
+	// "rejected", or "no_order" (no MySQL order after the grace period:
+	// published again).
 	Orders map[string]string `json:"orders,omitempty"`
 }
 
@@ -57,15 +58,25 @@ type Changes struct {
 	Committed []string `json:"committed,omitempty"`
 	// Released are reservations whose units went back to avail.
 	Released []string `json:"released,omitempty"`
-	Before   Counters `json:"before"`
-	After    Counters `json:"after"`
+	// Republished are orders with no MySQL order after the grace period,
+	// published again so a worker settles them; their units stay reserved.
+	Republished []string `json:"republished,omitempty"`
+	// Unpublished are such orders whose publish failed: tried again after
+	// another grace period.
+	Unpublished []string `json:"unpublished,omitempty"`
+	// Held are such orders published the most times allowed: reserved
+	// until an operator replays or discards their dead letter.
+	Held   []string `json:"held,omitempty"`
+	Before Counters `json:"before"`
+	After  Counters `json:"after"`
 	// Aligned is true when stock and sold were set to MySQL's; false when
 	// a stock load or a commit raced the repair and they were kept.
 	Aligned bool `json:"aligned"`
 }
 
 func (c Changes) changedAnything() bool {
-	return len(c.Committed) > 0 || len(c.Released) > 0 || c.Before.Loaded != c.After.Loaded ||
+	return len(c.Committed) > 0 || len(c.Released) > 0 || len(c.Republished)+len(c.Unpublished) > 0 ||
+		c.Before.Loaded != c.After.Loaded ||
 		c.Before.Stock != c.After.Stock || c.Before.Sold != c.After.Sold || c.Before.Avail != c.After.Avail
 }
 

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"surge/lua"
 	"surge/pkg/keys"
+	"surge/pkg/stock"
 )
 
 // Redis is the part of a Redis Cluster client the reconciler needs.
@@ -58,8 +58,10 @@ type OrderFact struct {
 type view struct {
 	stockRaw, availRaw, soldRaw string
 	counters                    Counters
-	// resv maps order id to its raw reservation value "qty:reserved_ms".
+	// resv maps order id to its raw reservation value (stock.ParseHeld).
 	resv map[string]string
+	// now is the master's clock at the read: reservation times are on it.
+	now time.Time
 }
 
 func readView(ctx context.Context, rdb Redis, sku string) (view, error) {
@@ -68,10 +70,11 @@ func readView(ctx context.Context, rdb Redis, sku string) (view, error) {
 	if err != nil {
 		return view{}, fmt.Errorf("read redis view sku=%s: %w", sku, err)
 	}
-	if len(raw) != 4 {
+	if len(raw) != 5 {
 		return view{}, fmt.Errorf("read redis view sku=%s: unexpected reply length %d", sku, len(raw))
 	}
-	v := view{resv: map[string]string{}}
+	ms, _ := raw[4].(int64)
+	v := view{resv: map[string]string{}, now: time.UnixMilli(ms)}
 	v.stockRaw, _ = raw[0].(string)
 	v.availRaw, _ = raw[1].(string)
 	v.soldRaw, _ = raw[2].(string)
@@ -92,30 +95,14 @@ func readView(ctx context.Context, rdb Redis, sku string) (view, error) {
 	for i := 0; i+1 < len(flat); i += 2 {
 		id, _ := flat[i].(string)
 		val, _ := flat[i+1].(string)
-		qty, _, err := parseHeld(val)
+		h, err := stock.ParseHeld(val)
 		if err != nil {
 			return view{}, fmt.Errorf("read redis view sku=%s reservation %s: %w", sku, id, err)
 		}
 		v.resv[id] = val
-		v.counters.Reserved += qty
+		v.counters.Reserved += h.Qty
 	}
 	return v, nil
-}
-
-// parseHeld splits a reservation value "qty:reserved_ms".
-func parseHeld(val string) (qty int, at time.Time, err error) {
-	q, ms, ok := strings.Cut(val, ":")
-	if !ok {
-		return 0, time.Time{}, fmt.Errorf("malformed reservation %q", val)
-	}
-	if qty, err = strconv.Atoi(q); err != nil {
-		return 0, time.Time{}, fmt.Errorf("malformed reservation qty %q: %w", val, err)
-	}
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("malformed reservation time %q: %w", val, err)
-	}
-	return qty, time.UnixMilli(n), nil
 }
 
 // committedStates reports which of the orders have state C on sku's slot,

@@ -51,10 +51,19 @@ func (s SKUReport) detail() string {
 	if len(s.Repairs) == 0 {
 		return ""
 	}
-	var committed, released int
+	var committed, released, republished, unpublished int
 	for _, r := range s.Repairs {
 		committed += len(r.Committed)
 		released += len(r.Released)
+		republished += len(r.Republished)
+		unpublished += len(r.Unpublished)
 	}
-	return fmt.Sprintf("committed %d, released %d", committed, released)
+	d := fmt.Sprintf("committed %d, released %d", committed, released)
+	if republished > 0 {
+		d += fmt.Sprintf(", published again %d", republished)
+	}
+	if unpublished > 0 {
+		d += fmt.Sprintf(", %d past grace not published (no broker?)", unpublished)
+	}
+	return d
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -33,14 +34,12 @@ type Options struct {
 	// StateTTL is how long the per-order state that makes the scripts
 	// idempotent is kept: the idempotency window. Default 24h.
 	StateTTL time.Duration
-	// Now returns the current time. Default time.Now.
-	Now func() time.Time
 	// WaitReplicas, when above 0, makes Reserve wait until that many
 	// replicas acknowledged a new reservation (WAIT on the connection that
 	// ran the script), which narrows the window in which a failover can
-	// lose it. A reservation not acknowledged within WaitTimeout is
-	// released and Reserve fails wrapping order.ErrUnavailable. Needs a
-	// cluster client. Default 0: off.
+	// lose it. When they do not acknowledge within WaitTimeout, Reserve
+	// fails and the caller undoes the reservation (Undo). Needs a cluster
+	// client. Default 0: off.
 	WaitReplicas int
 	// WaitTimeout bounds that wait. Default 50ms.
 	WaitTimeout time.Duration
@@ -52,9 +51,6 @@ func (o *Options) setDefaults() {
 	}
 	if o.WaitTimeout <= 0 {
 		o.WaitTimeout = 50 * time.Millisecond
-	}
-	if o.Now == nil {
-		o.Now = time.Now
 	}
 }
 
@@ -93,35 +89,49 @@ type Reservation struct {
 	// Avail is the number of units left after a fresh reservation, or
 	// available when a fresh order found too few (order.ErrSoldOut).
 	Avail int
+	// Nonce identifies this call's reservation, also when Reserve failed
+	// and may have reserved anyway (a timeout after the script ran): Undo
+	// takes it back only with the same nonce.
+	Nonce string
 }
 
 // Reserve moves o.Qty units of o.SKU from avail into a reservation held by
 // o.ID. It returns order.ErrSoldOut (possibly with Repeat set) when fewer
 // units are available, order.ErrNotLoaded when the SKU's stock is not in
-// Redis, and a wrapped Redis error otherwise.
+// Redis, and a wrapped Redis error otherwise, after which the script may
+// have reserved anyway (a reply lost to a timeout; replicas that did not
+// acknowledge in time under Options.WaitReplicas): Undo with the returned
+// nonce takes such a reservation back.
 func (s *Stock) Reserve(ctx context.Context, o order.Order) (Reservation, error) {
+	nonce := newNonce()
 	ks := []string{keys.Avail(o.SKU), keys.Resv(o.SKU), keys.OrderState(o.SKU, o.ID)}
-	now := strconv.FormatInt(s.opts.Now().UnixMilli(), 10)
-	res, err := s.runReserve(ctx, o, ks, o.ID, o.Qty, now, s.ttl)
+	res, err := s.runReserve(ctx, ks, o.ID, o.Qty, nonce, o.CustomerID, s.ttl)
 	if err != nil {
-		return Reservation{}, fmt.Errorf("reserve sku=%s order=%s: %w", o.SKU, o.ID, err)
+		return Reservation{Nonce: nonce}, fmt.Errorf("reserve sku=%s order=%s: %w", o.SKU, o.ID, err)
 	}
 	if len(res) != 2 {
-		return Reservation{}, fmt.Errorf("reserve sku=%s: unexpected reply %v", o.SKU, res)
+		return Reservation{Nonce: nonce}, fmt.Errorf("reserve sku=%s: unexpected reply %v", o.SKU, res)
 	}
+	r := Reservation{Avail: int(res[1]), Nonce: nonce}
 	switch res[0] {
 	case 1:
-		return Reservation{Avail: int(res[1])}, nil
+		return r, nil
 	case 2:
-		return Reservation{Repeat: true}, nil
+		return Reservation{Repeat: true, Nonce: nonce}, nil
 	case 0:
-		return Reservation{Avail: int(res[1])}, fmt.Errorf("reserve sku=%s qty=%d avail=%d: %w", o.SKU, o.Qty, res[1], order.ErrSoldOut)
+		return r, fmt.Errorf("reserve sku=%s qty=%d avail=%d: %w", o.SKU, o.Qty, res[1], order.ErrSoldOut)
 	case 3:
-		return Reservation{Repeat: true}, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrSoldOut)
+		return Reservation{Repeat: true, Nonce: nonce}, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrSoldOut)
 	case -1:
-		return Reservation{}, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrNotLoaded)
+		return Reservation{Nonce: nonce}, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrNotLoaded)
 	}
-	return Reservation{}, fmt.Errorf("reserve sku=%s: unexpected code %d", o.SKU, res[0])
+	return Reservation{Nonce: nonce}, fmt.Errorf("reserve sku=%s: unexpected code %d", o.SKU, res[0])
+}
+
+// newNonce returns 8 random hex characters: enough to tell apart the
+// requests for one order id, which is all a nonce is compared against.
+func newNonce() string {
+	return strconv.FormatUint(uint64(rand.Uint32())|1<<32, 16)[1:]
 }
 
 // CommitOutcome says how a Commit call ended.
@@ -149,31 +159,55 @@ func (s *Stock) Commit(ctx context.Context, sku, orderID string, qty int) (Commi
 	return CommitOutcome(code), nil
 }
 
-// ReleaseMode says what a release leaves behind for the order id.
+// ReleaseMode says why a release runs: see lua/release.lua.
 type ReleaseMode string
 
-// Release modes: see lua/release.lua.
+// Release modes.
 const (
-	// Forget erases the order (its publish failed): a retry reserves anew.
-	Forget ReleaseMode = "forget"
-	// Reject keeps the order's state so that a retry is answered as before.
+	// Reject releases whatever the order holds and keeps its state, so
+	// that a retry is answered as before: the order ended rejected.
 	Reject ReleaseMode = "reject"
+	// undo is Undo's mode.
+	undo ReleaseMode = "undo"
 )
 
-// ErrCommitted is returned by Release for an order already committed:
-// sold units are never released.
+// ErrCommitted is returned by Release and Undo for an order already
+// committed: sold units are never released.
 var ErrCommitted = errors.New("order already committed")
+
+// ErrNotYours is returned by Undo when the reservation is not the
+// caller's to take back: another request reserved it, or a repeat (or
+// the reconciler) may have published the order since. Nothing changed.
+var ErrNotYours = errors.New("reservation not held by this request")
 
 // Release returns an order's reserved units to avail and reports how many
 // were released (0 when there was no reservation). Idempotent.
 func (s *Stock) Release(ctx context.Context, sku, orderID string, mode ReleaseMode) (int, error) {
+	return s.release(ctx, sku, orderID, mode, "")
+}
+
+// Undo takes back the reservation made by the Reserve call that returned
+// nonce, for an order whose publish certainly failed, and erases the
+// order's state so a retry reserves anew. It returns the units released,
+// 0 when that call reserved nothing (it never ran, or found the SKU sold
+// out), ErrCommitted, or ErrNotYours when the reservation is another
+// request's or the order may have been published since (a repeat marked
+// it): then the order must be treated as possibly taken.
+func (s *Stock) Undo(ctx context.Context, sku, orderID, nonce string) (int, error) {
+	return s.release(ctx, sku, orderID, undo, nonce)
+}
+
+func (s *Stock) release(ctx context.Context, sku, orderID string, mode ReleaseMode, nonce string) (int, error) {
 	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.OrderState(sku, orderID)}
-	n, err := lua.Release.Run(ctx, s.rdb, ks, orderID, string(mode), s.ttl).Int64()
+	n, err := lua.Release.Run(ctx, s.rdb, ks, orderID, string(mode), s.ttl, nonce).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("release sku=%s order=%s: %w", sku, orderID, err)
 	}
-	if n < 0 {
+	switch n {
+	case -1:
 		return 0, fmt.Errorf("release sku=%s order=%s: %w", sku, orderID, ErrCommitted)
+	case -2:
+		return 0, fmt.Errorf("undo sku=%s order=%s: %w", sku, orderID, ErrNotYours)
 	}
 	return int(n), nil
 }
@@ -206,6 +240,11 @@ type View struct {
 type Held struct {
 	Qty        int       `json:"qty"`
 	ReservedAt time.Time `json:"reserved_at"`
+	// CustomerID is the order's customer ("" for a reservation made before
+	// it was recorded), so the order can be published again from Redis.
+	CustomerID string `json:"customer_id,omitempty"`
+	// Nonce names the request that reserved.
+	Nonce string `json:"-"`
 }
 
 // Consistent reports whether avail + reserved + sold == stock.
@@ -223,7 +262,7 @@ func (s *Stock) View(ctx context.Context, sku string) (View, error) {
 
 func parseView(sku string, raw []any) (View, error) {
 	v := View{SKU: sku, Reservations: map[string]Held{}}
-	if len(raw) != 4 {
+	if len(raw) != 5 {
 		return v, fmt.Errorf("view sku=%s: unexpected reply length %d", sku, len(raw))
 	}
 	nums := []*int{&v.Stock, &v.Avail, &v.Sold}
@@ -244,7 +283,7 @@ func parseView(sku string, raw []any) (View, error) {
 	for i := 0; i+1 < len(flat); i += 2 {
 		id, _ := flat[i].(string)
 		val, _ := flat[i+1].(string)
-		h, err := parseHeld(val)
+		h, err := ParseHeld(val)
 		if err != nil {
 			return v, fmt.Errorf("view sku=%s reservation %s: %w", sku, id, err)
 		}
@@ -254,24 +293,31 @@ func parseView(sku string, raw []any) (View, error) {
 	return v, nil
 }
 
-func parseHeld(val string) (Held, error) {
-	qtyStr, msStr, ok := strings.Cut(val, ":")
-	if !ok {
+// ParseHeld reads a reservation value "qty:reserved_ms:nonce:customer"
+// (lua/reserve.lua); values written before the nonce and customer were
+// recorded, "qty:reserved_ms", are read with those empty.
+func ParseHeld(val string) (Held, error) {
+	f := strings.SplitN(val, ":", 4)
+	if len(f) != 2 && len(f) != 4 {
 		return Held{}, fmt.Errorf("malformed reservation %q", val)
 	}
-	qty, err := strconv.Atoi(qtyStr)
+	qty, err := strconv.Atoi(f[0])
 	if err != nil {
 		return Held{}, fmt.Errorf("malformed reservation qty %q: %w", val, err)
 	}
-	ms, err := strconv.ParseInt(msStr, 10, 64)
+	ms, err := strconv.ParseInt(f[1], 10, 64)
 	if err != nil {
 		return Held{}, fmt.Errorf("malformed reservation time %q: %w", val, err)
 	}
-	return Held{Qty: qty, ReservedAt: time.UnixMilli(ms).UTC()}, nil
+	h := Held{Qty: qty, ReservedAt: time.UnixMilli(ms).UTC()}
+	if len(f) == 4 {
+		h.Nonce, h.CustomerID = f[2], f[3]
+	}
+	return h, nil
 }
 
-// State returns the per-order state letter of orderID on sku's slot
-// (A accepted, S sold out, C committed, X rejected) or "" when none.
+// State returns the per-order state of orderID on sku's slot (see
+// keys.OrderState) or "" when none.
 func (s *Stock) State(ctx context.Context, sku, orderID string) (string, error) {
 	st, err := s.rdb.Get(ctx, keys.OrderState(sku, orderID)).Result()
 	if errors.Is(err, redis.Nil) {

@@ -7,8 +7,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"surge/internal/testenv"
+	"surge/pkg/keys"
 	"surge/pkg/order"
 	"surge/pkg/stock"
 )
@@ -90,20 +92,97 @@ func TestReserveCommitRelease(t *testing.T) {
 	}
 }
 
-func TestReleaseForgetAllowsNewReservation(t *testing.T) {
+func TestUndoAllowsNewReservation(t *testing.T) {
 	ctx := context.Background()
 	s, sku := setup(t, 1)
+	o := ord(sku, 1, 1)
+	r, err := s.Reserve(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Undo(ctx, sku, o.ID, r.Nonce); err != nil || n != 1 {
+		t.Fatalf("undo: %d %v", n, err)
+	}
+	if r, err := s.Reserve(ctx, o); err != nil || r.Repeat {
+		t.Fatalf("reserve after undo: %+v %v, want a fresh reservation", r, err)
+	}
+	mustView(t, s, sku)
+}
+
+// TestUndoOnlyOwnUnpublishedReservation: the gateway takes back a
+// reservation only when it is its own request's and no other request for
+// the order ran the reserve script since (which may have published it).
+func TestUndoOnlyOwnUnpublishedReservation(t *testing.T) {
+	ctx := context.Background()
+	s, sku := setup(t, 5)
+	a := ord(sku, 1, 2)
+	first, err := s.Reserve(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Undo(ctx, sku, a.ID, "deadbeef"); !errors.Is(err, stock.ErrNotYours) {
+		t.Fatalf("undo with another request's nonce: %v, want ErrNotYours", err)
+	}
+	if r, err := s.Reserve(ctx, a); err != nil || !r.Repeat {
+		t.Fatalf("repeat: %+v %v", r, err)
+	}
+	if st, _ := s.State(ctx, sku, a.ID); st != "P" {
+		t.Fatalf("state after a repeat: %q, want P", st)
+	}
+	if _, err := s.Undo(ctx, sku, a.ID, first.Nonce); !errors.Is(err, stock.ErrNotYours) {
+		t.Fatalf("undo after a repeat: %v, want ErrNotYours (the repeat may have published it)", err)
+	}
+	if v := mustView(t, s, sku); v.Reserved != 2 || v.Avail != 3 {
+		t.Fatalf("a refused undo changed stock: %+v", v)
+	}
+	// Nothing reserved by the order: nothing to undo, and not an error.
+	none := ord(sku, 2, 1)
+	if n, err := s.Undo(ctx, sku, none.ID, "00000000"); err != nil || n != 0 {
+		t.Fatalf("undo of an order never reserved: %d %v", n, err)
+	}
+	big := ord(sku, 3, 9)
+	if _, err := s.Reserve(ctx, big); !errors.Is(err, order.ErrSoldOut) {
+		t.Fatal(err)
+	}
+	if n, err := s.Undo(ctx, sku, big.ID, "00000000"); err != nil || n != 0 {
+		t.Fatalf("undo of an order answered sold out: %d %v", n, err)
+	}
+	if _, err := s.Reserve(ctx, big); !errors.Is(err, order.ErrSoldOut) {
+		t.Fatalf("retry of the sold-out order: %v, want sold out again", err)
+	}
+	if _, err := s.Commit(ctx, sku, a.ID, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Undo(ctx, sku, a.ID, first.Nonce); !errors.Is(err, stock.ErrCommitted) {
+		t.Fatalf("undo of a committed order: %v, want ErrCommitted", err)
+	}
+}
+
+// TestReservationTimeIsRedisClock: the time a reservation records is the
+// master's, so the reconciler's grace does not depend on which gateway
+// (and whose clock) reserved.
+func TestReservationTimeIsRedisClock(t *testing.T) {
+	ctx := context.Background()
+	s, sku := setup(t, 3)
 	o := ord(sku, 1, 1)
 	if _, err := s.Reserve(ctx, o); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.Release(ctx, sku, o.ID, stock.Forget); err != nil || n != 1 {
-		t.Fatalf("forget: %d %v", n, err)
+	master, err := testenv.Redis(t).MasterForKey(ctx, keys.Avail(sku))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if r, err := s.Reserve(ctx, o); err != nil || r.Repeat {
-		t.Fatalf("reserve after forget: %+v %v, want a fresh reservation", r, err)
+	now, err := master.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
 	}
-	mustView(t, s, sku)
+	h := mustView(t, s, sku).Reservations[o.ID]
+	if d := now.Sub(h.ReservedAt); d < 0 || d > 5*time.Second {
+		t.Fatalf("reserved at %v, master's clock %v", h.ReservedAt, now)
+	}
+	if h.CustomerID != o.CustomerID || h.Qty != 1 || h.Nonce == "" {
+		t.Fatalf("reservation %+v: want qty, customer and nonce recorded", h)
+	}
 }
 
 func TestCommitWithoutReservationTakesFromAvail(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"surge/lua"
-	"surge/pkg/order"
 )
 
 // masterFinder finds the master serving a key. *redis.ClusterClient
@@ -19,15 +18,16 @@ type masterFinder interface {
 
 var _ masterFinder = (*redis.ClusterClient)(nil)
 
-// errNotReplicated means fewer replicas than Options.WaitReplicas
-// acknowledged a reservation in time.
-var errNotReplicated = errors.New("reservation not acknowledged by enough replicas")
+// ErrNotReplicated means fewer replicas than Options.WaitReplicas
+// acknowledged a reservation in time. The reservation stands until the
+// caller undoes it.
+var ErrNotReplicated = errors.New("reservation not acknowledged by enough replicas")
 
 // runReserve runs the reserve script; with Options.WaitReplicas it runs it
 // and WAIT on one connection of the SKU's master (WAIT only covers the
-// writes of its own connection), and releases a reservation the replicas
-// did not acknowledge in time.
-func (s *Stock) runReserve(ctx context.Context, o order.Order, ks []string, args ...any) ([]int64, error) {
+// writes of its own connection), and fails when the replicas did not
+// acknowledge a new reservation in time.
+func (s *Stock) runReserve(ctx context.Context, ks []string, args ...any) ([]int64, error) {
 	if s.opts.WaitReplicas <= 0 {
 		return lua.Reserve.Run(ctx, s.rdb, ks, args...).Int64Slice()
 	}
@@ -50,10 +50,9 @@ func (s *Stock) runReserve(ctx context.Context, o order.Order, ks []string, args
 		return res, nil
 	}
 	if err == nil {
-		err = fmt.Errorf("%w: %d of %d within %s", errNotReplicated, acked, s.opts.WaitReplicas, s.opts.WaitTimeout)
+		err = fmt.Errorf("%w: %d of %d within %s", ErrNotReplicated, acked, s.opts.WaitReplicas, s.opts.WaitTimeout)
 	}
-	if _, rerr := s.Release(context.WithoutCancel(ctx), o.SKU, o.ID, Forget); rerr != nil {
-		err = errors.Join(err, rerr) // the reconciler's grace period returns the units
-	}
-	return nil, fmt.Errorf("wait for replicas: %w: %w", order.ErrUnavailable, err)
+	// The reservation stands; the caller takes it back with Undo and the
+	// nonce, as after any other failed Reserve.
+	return nil, fmt.Errorf("wait for replicas: %w", err)
 }

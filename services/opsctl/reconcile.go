@@ -11,6 +11,7 @@ import (
 	"surge/pkg/config"
 	"surge/pkg/ops"
 	"surge/pkg/order"
+	"surge/pkg/queue"
 	"surge/pkg/reconcile"
 )
 
@@ -96,11 +97,21 @@ func reconciler(ctx context.Context, e *env) (*ops.Reconcile, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := reconcile.New(rdb.ClusterClient, reconcile.StoreLedger{Store: db}, reconcile.Options{
+	opts := reconcile.Options{
 		Grace: rc.Grace, Lookback: rc.Lookback, StateTTL: e.cfg.IdempotencyTTL,
 		// Everything worth saying is in the report.
 		Log: slog.New(slog.DiscardHandler),
-	})
+	}
+	// Without the broker the run still repairs; the orders it would
+	// publish again are reported as held.
+	if mq, err := e.AMQP(ctx); err == nil {
+		pub, err := queue.NewPublisher(mq, e.cfg.AMQP.Topology(), queue.PublisherOptions{Channels: 1})
+		if err != nil {
+			return nil, err
+		}
+		opts.Publisher = pub
+	}
+	rec := reconcile.New(rdb.ClusterClient, reconcile.StoreLedger{Store: db}, opts)
 	return &ops.Reconcile{Rec: rec, DB: db}, nil
 }
 

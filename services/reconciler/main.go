@@ -1,9 +1,10 @@
 // Command reconciler keeps Redis honest after failovers. For each SKU it
 // compares Redis with MySQL (the truth) and repairs Redis: reservations
-// whose order MySQL invoiced are committed, those MySQL rejected or never
-// received within the grace period are released, stock and sold are set
-// to MySQL's and avail is recomputed. Every repair is recorded in MySQL's
-// reconcile_repairs.
+// whose order MySQL invoiced are committed, those MySQL rejected are
+// released, stock and sold are set to MySQL's and avail is recomputed.
+// An order whose reservation outlived the grace period with nothing in
+// MySQL is published again (never released: it may be accepted and still
+// on its way). Every repair is recorded in MySQL's reconcile_repairs.
 //
 //	reconciler          serve: reconcile every SKU every SURGE_RECONCILE_EVERY
 //	reconciler serve    the same (an asynq scheduler and server on the cluster)
@@ -34,6 +35,7 @@ import (
 	"surge/pkg/app"
 	"surge/pkg/cluster"
 	"surge/pkg/config"
+	"surge/pkg/queue"
 	"surge/pkg/reconcile"
 	"surge/pkg/stock"
 	"surge/pkg/store"
@@ -99,10 +101,15 @@ exit codes of once:
 type deps struct {
 	redis *cluster.Client
 	db    *store.Store
+	mq    *queue.Conn // nil when the broker was not reached (once)
+	pub   *queue.Publisher
 	rec   *reconcile.Reconciler
 }
 
-func open(ctx context.Context, cfg Config, log *slog.Logger) (*deps, error) {
+// open connects to the engines. With needBroker false, a broker that
+// cannot be reached leaves the reconciler without a publisher: it still
+// repairs, and reports the orders it would publish again as held.
+func open(ctx context.Context, cfg Config, log *slog.Logger, needBroker bool) (*deps, error) {
 	rdb := cluster.New(cfg.Redis.Options())
 	if err := stock.LoadScripts(ctx, rdb.ClusterClient); err != nil {
 		_ = rdb.Close()
@@ -113,13 +120,34 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (*deps, error) {
 		_ = rdb.Close()
 		return nil, fmt.Errorf("mysql: %w", err)
 	}
-	rec := reconcile.New(rdb.ClusterClient, reconcile.StoreLedger{Store: db}, reconcile.Options{
-		Grace: cfg.Grace, Lookback: cfg.Lookback, StateTTL: cfg.IdempotencyTTL, Log: log,
-	})
-	return &deps{redis: rdb, db: db, rec: rec}, nil
+	d := &deps{redis: rdb, db: db}
+	opts := reconcile.Options{Grace: cfg.Grace, Lookback: cfg.Lookback, StateTTL: cfg.IdempotencyTTL, Log: log}
+	mq, err := queue.Dial(ctx, cfg.AMQP.URL, queue.WithConnectionName("surge-reconciler"), queue.WithLogger(log))
+	switch {
+	case err == nil:
+		d.mq = mq
+		if d.pub, err = queue.NewPublisher(mq, cfg.AMQP.Topology(), queue.PublisherOptions{Channels: 1}); err != nil {
+			d.close()
+			return nil, err
+		}
+		opts.Publisher = d.pub
+	case needBroker:
+		d.close()
+		return nil, fmt.Errorf("rabbitmq: %w", err)
+	default:
+		log.Warn("rabbitmq unreachable: orders past the grace period are held, not published again", "err", err)
+	}
+	d.rec = reconcile.New(rdb.ClusterClient, reconcile.StoreLedger{Store: db}, opts)
+	return d, nil
 }
 
 func (d *deps) close() {
+	if d.pub != nil {
+		_ = d.pub.Close()
+	}
+	if d.mq != nil {
+		_ = d.mq.Close()
+	}
 	_ = d.db.Close()
 	_ = d.redis.Close()
 }
@@ -127,7 +155,7 @@ func (d *deps) close() {
 // serve runs the schedule until ctx ends, then stops the scheduler, lets
 // the sweep in progress stop between two SKUs, and closes the engines.
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
-	d, err := open(ctx, cfg, log)
+	d, err := open(ctx, cfg, log, true)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func once(ctx context.Context, cfg Config, log *slog.Logger, args []string, stdo
 		return reconcile.ExitFailed
 	}
 	var rep reconcile.Report
-	d, err := open(ctx, cfg, log)
+	d, err := open(ctx, cfg, log, false)
 	if err != nil {
 		rep = reconcile.Report{StartedAt: time.Now().UTC(), DryRun: *dryRun}
 		rep.Fail("connect", err)

@@ -1,0 +1,80 @@
+package app_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"surge/internal/apptest"
+	"surge/internal/testenv"
+)
+
+// gatewayWithStallableBroker runs a gateway whose RabbitMQ connection goes
+// through a proxy the test can stall, with a short confirm timeout, and a
+// worker connected directly.
+func gatewayWithStallableBroker(t *testing.T) (*pipeline, *testenv.Proxy) {
+	t.Helper()
+	c := commonConfig(t)
+	proxy := testenv.NewProxy(t, "127.0.0.1:5672")
+	cfg := apptest.GatewayConfig(t, c, "test-token")
+	cfg.AMQP.URL = strings.Replace(c.AMQP.URL, "127.0.0.1:5672", proxy.Addr(), 1)
+	cfg.ConfirmTimeout = 500 * time.Millisecond
+	cfg.PublishChannels = 1 // opened by the first order, before any stall
+	url, g := startGatewayConfig(t, cfg)
+	stopW := startWorker(t, c)
+	return &pipeline{URL: url, Token: "test-token", DB: openDB(t, c.MySQL.DSN), Stock: g.Stock, Cfg: c, stopW: stopW}, proxy
+}
+
+// TestStalledConfirmIsAnUnknownOutcome: the broker takes the order but its
+// confirm does not come back in time (as under a RabbitMQ memory alarm,
+// whose publishes are enqueued when it lifts), or the client stops waiting
+// for it. The gateway must not say "not taken": it answers 503
+// outcome_unknown with the order id and keeps the reservation, the order
+// is invoiced, and a retry with the same key answers 202 for that order.
+func TestStalledConfirmIsAnUnknownOutcome(t *testing.T) {
+	p, proxy := gatewayWithStallableBroker(t)
+	sku := testenv.Unique("stall-")
+	p.loadStock(t, sku, 6)
+	// A first order opens the publisher's one channel: a stalled broker
+	// would not answer the opening of a channel either.
+	if warm := post(t, newClient(), p.URL, "stall-0", orderBody(sku, 1, sku+"-w")); warm.Status != http.StatusAccepted {
+		t.Fatalf("first order: %d %+v", warm.Status, warm.Error)
+	}
+	proxy.Stall()
+	slow := post(t, newClient(), p.URL, "stall-1", orderBody(sku, 2, sku+"-a"))
+	impatient := &http.Client{Timeout: 200 * time.Millisecond}
+	req, _ := http.NewRequest(http.MethodPost, p.URL+"/v1/orders", strings.NewReader(orderBody(sku, 1, sku+"-b")))
+	req.Header.Set("Idempotency-Key", "stall-2")
+	if resp, err := impatient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("impatient client got %d before its timeout, want no answer", resp.StatusCode)
+	}
+	time.Sleep(time.Second) // the gateway gives up on the second confirm too
+	if slow.Status != http.StatusServiceUnavailable || slow.Error.Code != "outcome_unknown" || slow.OrderID == "" {
+		t.Fatalf("stalled confirm: %d %+v order %q, want 503 outcome_unknown with the order id",
+			slow.Status, slow.Error, slow.OrderID)
+	}
+	if v, _ := p.Stock.View(context.Background(), sku); v.Avail != 2 {
+		t.Fatalf("redis %+v: both orders must keep their units while unknown", v)
+	}
+	proxy.Resume()
+	waitFor(t, "both orders invoiced", 20*time.Second, func() (bool, error) {
+		n, err := p.DB.InvoiceCount(context.Background(), sku)
+		return n == 3, err
+	})
+	for key, body := range map[string]string{"stall-1": orderBody(sku, 2, sku+"-a"), "stall-2": orderBody(sku, 1, sku+"-b")} {
+		again := post(t, newClient(), p.URL, key, body)
+		if again.Status != http.StatusAccepted {
+			t.Fatalf("retry of %s: %d %+v, want 202 for the invoiced order", key, again.Status, again.Error)
+		}
+	}
+	waitFor(t, "redis to settle", 20*time.Second, func() (bool, error) {
+		v, err := p.Stock.View(context.Background(), sku)
+		return err == nil && v.Sold == 4 && v.Avail == 2 && v.Reserved == 0, err
+	})
+	if n, _ := p.DB.InvoiceCount(context.Background(), sku); n != 3 {
+		t.Fatalf("%d invoices after the retries, want 3", n)
+	}
+}

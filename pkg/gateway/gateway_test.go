@@ -1,0 +1,178 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"surge/pkg/order"
+)
+
+func newService(st *fakeStock, claims *fakeClaims, q *fakeQueue) *Service {
+	return &Service{Stock: st, Idem: claims, Queue: q, Catalog: knownSKUs{},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
+func buy(customer string, qty int) order.Order {
+	return order.Order{SKU: "tee", Qty: qty, CustomerID: customer}
+}
+
+// wantUnknown checks err is an unknown outcome naming the order.
+func wantUnknown(t *testing.T, err error, id string) {
+	t.Helper()
+	var u *order.UnknownOutcomeError
+	if !errors.As(err, &u) || u.OrderID != id || errors.Is(err, order.ErrUnavailable) {
+		t.Fatalf("answer %v, want outcome unknown for %s (and not 'unavailable')", err, id)
+	}
+}
+
+var (
+	errNoConfirm = fmt.Errorf("%w: no confirm in time", order.ErrOutcomeUnknown)
+	errBrokerOut = fmt.Errorf("%w: not connected to rabbitmq", order.ErrUnavailable)
+)
+
+// TestPublishOutcomeUnknownKeepsTheOrder: a publish the broker may hold
+// (no confirm in time, the client gone while waiting) is answered as
+// unknown, with the reservation and the idempotency record kept, since
+// the message may be in the queue and be invoiced.
+func TestPublishOutcomeUnknownKeepsTheOrder(t *testing.T) {
+	st, claims, q := newFakeStock(5), newFakeClaims(), &fakeQueue{errs: []error{errNoConfirm}}
+	s := newService(st, claims, q)
+	o := buy("alice", 2)
+	_, err := s.Accept(context.Background(), o, "k1")
+	id := order.IDFor("alice", "k1")
+	wantUnknown(t, err, id)
+	if st.reserved() != 2 || st.undos != 0 {
+		t.Fatalf("reserved %d, undos %d: want the reservation kept", st.reserved(), st.undos)
+	}
+	if !claims.has(id) {
+		t.Fatal("idempotency record forgotten: a retry would reserve the order twice")
+	}
+	// The retry with the same key publishes again and learns the truth.
+	acc, err := s.Accept(context.Background(), o, "k1")
+	if err != nil || acc.OrderID != id {
+		t.Fatalf("retry: %+v %v, want 202 for %s", acc, err, id)
+	}
+	if st.reserved() != 2 {
+		t.Fatalf("retry reserved again: %d reserved", st.reserved())
+	}
+}
+
+// TestPublishRefusedUndoes: a publish certainly not taken undoes this
+// request's reservation and forgets its record: "not taken" is true.
+func TestPublishRefusedUndoes(t *testing.T) {
+	st, claims, q := newFakeStock(5), newFakeClaims(), &fakeQueue{errs: []error{errBrokerOut}}
+	s := newService(st, claims, q)
+	_, err := s.Accept(context.Background(), buy("alice", 2), "k1")
+	if !errors.Is(err, order.ErrUnavailable) || errors.Is(err, order.ErrOutcomeUnknown) {
+		t.Fatalf("answer %v, want unavailable", err)
+	}
+	if st.reserved() != 0 || st.avail != 5 || claims.has(order.IDFor("alice", "k1")) {
+		t.Fatalf("reserved %d avail %d record kept %v: want nothing left",
+			st.reserved(), st.avail, claims.has(order.IDFor("alice", "k1")))
+	}
+}
+
+// TestPublishRefusedWhileATwinPublished: two requests with the same key
+// race; the second (a repeat) is confirmed while the first's publish
+// fails. The first must not undo a reservation whose order is in the
+// queue, nor call it not taken.
+func TestPublishRefusedWhileATwinPublished(t *testing.T) {
+	st, claims := newFakeStock(5), newFakeClaims()
+	q := &fakeQueue{errs: []error{errBrokerOut, nil}}
+	s := newService(st, claims, q)
+	o := buy("alice", 2)
+	var twin Accepted
+	var twinErr error
+	q.during = func() { twin, twinErr = s.Accept(context.Background(), o, "k1") }
+	_, err := s.Accept(context.Background(), o, "k1")
+	if twinErr != nil || twin.OrderID == "" {
+		t.Fatalf("twin: %+v %v, want 202", twin, twinErr)
+	}
+	wantUnknown(t, err, twin.OrderID)
+	if st.reserved() != 2 || !claims.has(twin.OrderID) {
+		t.Fatalf("reserved %d, record kept %v: the twin's order lost its reservation",
+			st.reserved(), claims.has(twin.OrderID))
+	}
+}
+
+// TestRepeatPublishRefusedIsUnknown: a retry whose publish fails cannot
+// call the order not taken: the first request may have published it.
+func TestRepeatPublishRefusedIsUnknown(t *testing.T) {
+	st, claims := newFakeStock(5), newFakeClaims()
+	q := &fakeQueue{errs: []error{nil, errBrokerOut}}
+	s := newService(st, claims, q)
+	o := buy("alice", 1)
+	if _, err := s.Accept(context.Background(), o, "k1"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Accept(context.Background(), o, "k1")
+	wantUnknown(t, err, order.IDFor("alice", "k1"))
+	if st.reserved() != 1 {
+		t.Fatalf("reserved %d: the accepted order lost its units", st.reserved())
+	}
+}
+
+// TestReserveReplyLost: the reserve script ran but its reply was lost (a
+// timeout go-redis may even retry). The gateway undoes what it may have
+// reserved before it answers "not taken"; when it cannot, the outcome is
+// unknown and everything stays.
+func TestReserveReplyLost(t *testing.T) {
+	st, claims := newFakeStock(5), newFakeClaims()
+	st.failReserve = true
+	s := newService(st, claims, &fakeQueue{})
+	_, err := s.Accept(context.Background(), buy("alice", 2), "k1")
+	if !errors.Is(err, order.ErrUnavailable) || st.avail != 5 || st.reserved() != 0 {
+		t.Fatalf("answer %v, avail %d reserved %d: want unavailable with the units back", err, st.avail, st.reserved())
+	}
+	st.failReserve, st.failUndo = true, errors.New("redis unreachable")
+	_, err = s.Accept(context.Background(), buy("alice", 2), "k2")
+	wantUnknown(t, err, order.IDFor("alice", "k2"))
+	if st.reserved() != 2 || !claims.has(order.IDFor("alice", "k2")) {
+		t.Fatalf("reserved %d: an undo that failed must keep the order", st.reserved())
+	}
+}
+
+// TestRefusedClientDoesNotPinTheSoldOutHint: after a sell-out, units come
+// back; one client keeps sending orders and is rate limited every time.
+// The hint's probe must not stay with that client: another buyer gets the
+// units within 2 TTL of the last sighting.
+func TestRefusedClientDoesNotPinTheSoldOutHint(t *testing.T) {
+	st, claims := newFakeStock(1), newFakeClaims()
+	claims.limited["hammer"] = true
+	s := newService(st, claims, &fakeQueue{})
+	const ttl = 100 * time.Millisecond
+	s.SoldOut = &SoldOutHints{TTL: ttl}
+	t0 := time.Unix(1_700_000_000, 0)
+	now := t0
+	s.Now = func() time.Time { return now }
+	ctx := context.Background()
+	if _, err := s.Accept(ctx, buy("first", 1), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Accept(ctx, buy("late", 1), "b"); !errors.Is(err, order.ErrSoldOut) {
+		t.Fatalf("after the last unit: %v, want sold out", err)
+	}
+	st.restock(3) // units come back through another gateway
+	for step := 0; now.Before(t0.Add(10 * ttl)); step++ {
+		now = now.Add(5 * time.Millisecond)
+		if _, err := s.Accept(ctx, buy("hammer", 1), fmt.Sprint("h", step)); !errors.Is(err, order.ErrRateLimited) {
+			t.Fatalf("hammer: %v, want rate limited", err)
+		}
+		_, err := s.Accept(ctx, buy(fmt.Sprint("buyer", step), 1), "k")
+		if err == nil {
+			if waited := now.Sub(t0); waited > 2*ttl {
+				t.Fatalf("units sold %v after the sighting, want within 2 TTL (%v)", waited, 2*ttl)
+			}
+			return
+		}
+		if !errors.Is(err, order.ErrSoldOut) {
+			t.Fatal(err)
+		}
+	}
+	t.Fatalf("the returned units were never sold while a refused client kept probing")
+}
