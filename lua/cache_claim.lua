@@ -1,3 +1,4 @@
+#!lua
 -- cache_claim: read a cache entry and, when it is still the version the
 -- caller saw (missing, or stale), take its rebuild lease. Reading and
 -- claiming in one step means a caller that saw an old version can never

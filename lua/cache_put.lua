@@ -1,3 +1,4 @@
+#!lua
 -- cache_put: store a rebuilt entry and release the rebuild lease.
 -- KEYS[1] {cache:NS:ID}   KEYS[2] {cache:NS:ID}:lease
 -- ARGV[1] rebuilder token (also the entry's new version)

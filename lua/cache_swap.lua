@@ -1,3 +1,4 @@
+#!lua
 -- cache_swap: replace a cache entry's value when its version is still the
 -- one the caller read (compare-and-swap), keeping its expiry.
 -- KEYS[1] {cache:NS:ID}

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- lease_extend: reset a lease's TTL only while the caller still holds it.
 -- KEYS[1] the lease key
 -- ARGV[1] the holder's token   ARGV[2] new TTL (ms)

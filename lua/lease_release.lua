@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- lease_release: delete a lease only while the caller still holds it.
 -- KEYS[1] the lease key (a lock, or a cache rebuild lease)
 -- ARGV[1] the holder's token

@@ -1,3 +1,4 @@
+#!lua
 -- load: set a SKU's total stock, keeping sold units and open reservations.
 -- KEYS[1] {sku:X}:avail   KEYS[2] {sku:X}:resv   KEYS[3] {sku:X}:sold
 -- KEYS[4] {sku:X}:stock

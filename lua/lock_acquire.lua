@@ -1,3 +1,4 @@
+#!lua
 -- lock_acquire: take a lock lease and issue its fencing token.
 -- KEYS[1] {lock:NAME}        the lease, holding the holder's random token
 -- KEYS[2] {lock:NAME}:fence  the last fencing token issued for NAME

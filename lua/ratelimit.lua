@@ -1,3 +1,4 @@
+#!lua
 -- ratelimit: one request against a subject's budget (gcra, lua/gcra.lua).
 -- KEYS[1] {rl:<subject>}
 -- ARGV[1] emission interval: microseconds between requests at the

@@ -121,11 +121,13 @@ func TestServiceUsersRunTheirScripts(t *testing.T) {
 	}
 	// The gateway claims, reserves, releases, limits and loads (admin API).
 	gs := stock.New(gw, stock.Options{})
-	o := order.Order{ID: order.IDFor("c1", "k1"), SKU: sku, Qty: 2, CustomerID: "c1"}
-	t.Cleanup(func() { admin.Del(ctx, keys.Idem(o.ID), keys.CustomerRate(o.CustomerID)) })
-	if _, err := idem.New(gw, time.Minute).Limited(1, 1).Claim(ctx, o, false); err != nil {
+	o := order.Order{SKU: sku, Qty: 2, CustomerID: "c1"}
+	id, _, err := idem.New(gw, time.Minute).Limited(1, 1).Claim(ctx, o, testenv.Unique("k"), false)
+	if err != nil {
 		t.Fatalf("gateway claim: %v", err)
 	}
+	o.ID = id
+	t.Cleanup(func() { admin.Del(ctx, keys.Idem(o.ID), keys.CustomerRate(o.CustomerID)) })
 	for name, c := range map[string]*cluster.Client{"gateway": gw, "reconciler": rc, "ops": ops} {
 		if _, err := idem.New(c, time.Minute).Lookup(ctx, o.ID); err != nil {
 			t.Fatalf("%s lookup: %v", name, err)
@@ -134,7 +136,7 @@ func TestServiceUsersRunTheirScripts(t *testing.T) {
 	if _, err := gs.Reserve(ctx, o); err != nil {
 		t.Fatalf("gateway reserve: %v", err)
 	}
-	o2 := order.Order{ID: order.IDFor("c2", "k1"), SKU: sku, Qty: 1, CustomerID: "c2"}
+	o2 := order.Order{ID: order.IDFor("c2", "k1", 0), SKU: sku, Qty: 1, CustomerID: "c2"}
 	r2, err := gs.Reserve(ctx, o2)
 	if err != nil {
 		t.Fatalf("gateway reserve: %v", err)

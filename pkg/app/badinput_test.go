@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -113,12 +114,23 @@ func snapshot(t *testing.T, p *pipeline, sku string) state {
 	return state{Redis: v, Sold: prod.Sold, Stock: prod.Stock, Orders: n}
 }
 
-// assertNoRecord checks that no idempotency record was left for key.
+// assertNoRecord checks that no idempotency record was left for
+// customer c's key.
 func assertNoRecord(t *testing.T, key string) {
 	t.Helper()
 	rdb := testenv.Redis(t)
-	id := order.IDFor("c", key)
-	if n, err := rdb.Exists(context.Background(), keys.Idem(id)).Result(); err != nil || n != 0 {
-		t.Fatalf("idempotency record for %q left behind (%d, %v)", key, n, err)
+	for _, k := range recordKeys("c", key) {
+		if n, err := rdb.Exists(context.Background(), k).Result(); err != nil || n != 0 {
+			t.Fatalf("idempotency record for %q left behind (%d, %v)", key, n, err)
+		}
 	}
+}
+
+// recordKeys are the keys the idempotency record of a customer's key can
+// have now: in the current idempotency window (24h, the default) or a
+// neighbour (order.Window).
+func recordKeys(customer, key string) []string {
+	w := order.Window(time.Now(), 24*time.Hour)
+	return []string{keys.Idem(order.IDFor(customer, key, w-1)), keys.Idem(order.IDFor(customer, key, w)),
+		keys.Idem(order.IDFor(customer, key, w+1))}
 }

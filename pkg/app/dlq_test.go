@@ -80,7 +80,7 @@ func TestPoisonAndUnknownSKUThenReplay(t *testing.T) {
 	p := startPipeline(t)
 	ctx := context.Background()
 	sku := testenv.Unique("late-")
-	o := order.Order{ID: order.IDFor(sku+"-c", "k1"), SKU: sku, Qty: 3, CustomerID: sku + "-c"}
+	o := order.Order{ID: order.IDFor(sku+"-c", "k1", 0), SKU: sku, Qty: 3, CustomerID: sku + "-c"}
 	pub := dlqPublisher(t, p)
 	topo := p.Cfg.AMQP.Topology()
 	poison := amqp.Publishing{MessageId: "poison-1", DeliveryMode: amqp.Persistent, Body: []byte(`{"sku":`)}

@@ -52,7 +52,7 @@ func lostCommit(t *testing.T, p *pipeline, db *store.Store) string {
 	t.Helper()
 	sku := testenv.Unique("adm-rec-")
 	p.loadStock(t, sku, 5)
-	o := order.Order{ID: order.IDFor(sku, "k"), SKU: sku, Qty: 2, CustomerID: sku}
+	o := order.Order{ID: order.IDFor(sku, "k", 0), SKU: sku, Qty: 2, CustomerID: sku}
 	if _, err := db.Process(context.Background(), o, 0); err != nil {
 		t.Fatal(err)
 	}

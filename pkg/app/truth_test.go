@@ -78,3 +78,41 @@ func TestStalledConfirmIsAnUnknownOutcome(t *testing.T) {
 		t.Fatalf("%d invoices after the retries, want 3", n)
 	}
 }
+
+// TestKeyReusedAfterItsWindow: a checkout uses an Idempotency-Key again
+// after its record expired (here after 2s). That is a new order: it must
+// be answered with a new order id and be invoiced, not answered 202 for
+// the order MySQL holds under the key's old id and never invoiced.
+func TestKeyReusedAfterItsWindow(t *testing.T) {
+	c := commonConfig(t)
+	c.IdempotencyTTL = 2 * time.Second
+	url, g := startGateway(t, c)
+	startWorker(t, c)
+	p := &pipeline{URL: url, Token: "test-token", DB: openDB(t, c.MySQL.DSN), Stock: g.Stock, Cfg: c}
+	mug, tee := testenv.Unique("reuse-mug-"), testenv.Unique("reuse-tee-")
+	p.loadStock(t, mug, 5)
+	p.loadStock(t, tee, 5)
+	buyer := testenv.Unique("c-")
+	first := post(t, newClient(), p.URL, "cart-7", orderBody(mug, 1, buyer))
+	if first.Status != http.StatusAccepted {
+		t.Fatalf("first order: %d %+v", first.Status, first.Error)
+	}
+	waitFor(t, "the first order invoiced", 20*time.Second, func() (bool, error) {
+		n, err := p.DB.InvoiceCount(context.Background(), mug)
+		return n == 1, err
+	})
+	time.Sleep(c.IdempotencyTTL + 500*time.Millisecond) // the key's record expires
+	reused := post(t, newClient(), p.URL, "cart-7", orderBody(tee, 2, buyer))
+	if reused.Status != http.StatusAccepted || reused.OrderID == first.OrderID {
+		t.Fatalf("key reused after its window: %d %+v order %s, want 202 for a new order (not %s)",
+			reused.Status, reused.Error, reused.OrderID, first.OrderID)
+	}
+	waitFor(t, "the new order invoiced", 20*time.Second, func() (bool, error) {
+		n, err := p.DB.InvoiceCount(context.Background(), tee)
+		return n == 1, err
+	})
+	waitFor(t, "redis to agree with mysql", 20*time.Second, func() (bool, error) {
+		v, err := p.Stock.View(context.Background(), tee)
+		return err == nil && v.Sold == 2 && v.Reserved == 0 && v.Sold == snapshot(t, p, tee).Sold, err
+	})
+}

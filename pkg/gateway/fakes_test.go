@@ -24,24 +24,25 @@ func newFakeClaims() *fakeClaims {
 	return &fakeClaims{records: map[string]string{}, limited: map[string]bool{}}
 }
 
-func (c *fakeClaims) Claim(_ context.Context, o order.Order, soldOut bool) (bool, error) {
+func (c *fakeClaims) Claim(_ context.Context, o order.Order, key string, soldOut bool) (string, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	id := order.IDFor(o.CustomerID, key, 0)
 	if c.limited[o.CustomerID] {
-		return false, &order.RateLimitedError{RetryAfter: 1}
+		return "", false, &order.RateLimitedError{RetryAfter: 1}
 	}
-	old, ok := c.records[o.ID]
+	old, ok := c.records[id]
 	if !ok {
-		c.records[o.ID] = map[bool]string{true: "sold-out", false: o.Fingerprint()}[soldOut]
-		return true, nil
+		c.records[id] = map[bool]string{true: "sold-out", false: o.Fingerprint()}[soldOut]
+		return id, true, nil
 	}
 	switch old {
 	case "sold-out":
-		return false, order.ErrSoldOut
+		return id, false, order.ErrSoldOut
 	case o.Fingerprint():
-		return false, nil
+		return id, false, nil
 	}
-	return false, order.ErrIdempotencyMismatch
+	return id, false, order.ErrIdempotencyMismatch
 }
 
 func (c *fakeClaims) Forget(_ context.Context, id string) error {

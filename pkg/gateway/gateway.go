@@ -35,13 +35,14 @@ type Reserver interface {
 	Undo(ctx context.Context, sku, orderID, nonce string) (int, error)
 }
 
-// Claimer keeps idempotency records. *idem.Records implements it; Claim
-// also spends the customer's rate budget and returns an error wrapping
-// order.ErrRateLimited when it is empty. soldOut records a new claim as
-// answered sold out; claiming such a record again returns an error
-// wrapping order.ErrSoldOut.
+// Claimer keeps idempotency records. *idem.Records implements it. Claim
+// names the order of (o.CustomerID, key): the one the key named while its
+// record lives, else a new one. It also spends the customer's rate budget
+// and returns an error wrapping order.ErrRateLimited when it is empty.
+// soldOut records a new claim as answered sold out; claiming such a
+// record again returns an error wrapping order.ErrSoldOut.
 type Claimer interface {
-	Claim(ctx context.Context, o order.Order, soldOut bool) (first bool, err error)
+	Claim(ctx context.Context, o order.Order, key string, soldOut bool) (orderID string, first bool, err error)
 	Forget(ctx context.Context, orderID string) error
 }
 
@@ -89,7 +90,7 @@ type Accepted struct {
 	Qty     int          `json:"qty"`
 }
 
-// Accept validates o, derives its id from the customer and idemKey, and
+// Accept validates o, claims the order id of the customer's idemKey, and
 // reserves and publishes it. Errors wrap order's sentinels: ErrInvalid,
 // ErrRateLimited, ErrIdempotencyMismatch, ErrSoldOut, ErrUnknownSKU and
 // ErrUnavailable (the order was not taken), or ErrOutcomeUnknown (an
@@ -101,10 +102,10 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	if err := o.Validate(); err != nil {
 		return Accepted{}, err
 	}
-	o.ID = order.IDFor(o.CustomerID, idemKey)
 	now := s.now()
 	hint := s.SoldOut.SoldOut(o.SKU, now)
-	first, err := s.Idem.Claim(ctx, o, hint.SoldOut)
+	id, first, err := s.Idem.Claim(ctx, o, idemKey, hint.SoldOut)
+	o.ID = id
 	if err != nil {
 		s.SoldOut.Abandon(o.SKU, hint)
 		return Accepted{}, unavailableUnless(err, order.ErrIdempotencyMismatch, order.ErrRateLimited, order.ErrSoldOut)

@@ -44,7 +44,7 @@ func TestPublishOutcomeUnknownKeepsTheOrder(t *testing.T) {
 	s := newService(st, claims, q)
 	o := buy("alice", 2)
 	_, err := s.Accept(context.Background(), o, "k1")
-	id := order.IDFor("alice", "k1")
+	id := order.IDFor("alice", "k1", 0)
 	wantUnknown(t, err, id)
 	if st.reserved() != 2 || st.undos != 0 {
 		t.Fatalf("reserved %d, undos %d: want the reservation kept", st.reserved(), st.undos)
@@ -71,9 +71,9 @@ func TestPublishRefusedUndoes(t *testing.T) {
 	if !errors.Is(err, order.ErrUnavailable) || errors.Is(err, order.ErrOutcomeUnknown) {
 		t.Fatalf("answer %v, want unavailable", err)
 	}
-	if st.reserved() != 0 || st.avail != 5 || claims.has(order.IDFor("alice", "k1")) {
+	if st.reserved() != 0 || st.avail != 5 || claims.has(order.IDFor("alice", "k1", 0)) {
 		t.Fatalf("reserved %d avail %d record kept %v: want nothing left",
-			st.reserved(), st.avail, claims.has(order.IDFor("alice", "k1")))
+			st.reserved(), st.avail, claims.has(order.IDFor("alice", "k1", 0)))
 	}
 }
 
@@ -111,7 +111,7 @@ func TestRepeatPublishRefusedIsUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := s.Accept(context.Background(), o, "k1")
-	wantUnknown(t, err, order.IDFor("alice", "k1"))
+	wantUnknown(t, err, order.IDFor("alice", "k1", 0))
 	if st.reserved() != 1 {
 		t.Fatalf("reserved %d: the accepted order lost its units", st.reserved())
 	}
@@ -131,8 +131,8 @@ func TestReserveReplyLost(t *testing.T) {
 	}
 	st.failReserve, st.failUndo = true, errors.New("redis unreachable")
 	_, err = s.Accept(context.Background(), buy("alice", 2), "k2")
-	wantUnknown(t, err, order.IDFor("alice", "k2"))
-	if st.reserved() != 2 || !claims.has(order.IDFor("alice", "k2")) {
+	wantUnknown(t, err, order.IDFor("alice", "k2", 0))
+	if st.reserved() != 2 || !claims.has(order.IDFor("alice", "k2", 0)) {
 		t.Fatalf("reserved %d: an undo that failed must keep the order", st.reserved())
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -29,16 +30,25 @@ import (
 type Records struct {
 	rdb      redis.Cmdable
 	ttl      time.Duration
+	now      func() time.Time
 	interval int64 // microseconds between requests at the customer's rate
 	burst    int   // 0: no customer limit
 }
 
-// New returns Records on rdb; ttl <= 0 means 24h.
+// New returns Records on rdb; ttl <= 0 means 24h. The TTL is also the
+// length of the windows order ids are derived in (order.Window).
 func New(rdb redis.Cmdable, ttl time.Duration) *Records {
 	if ttl <= 0 {
 		ttl = 24 * time.Hour
 	}
-	return &Records{rdb: rdb, ttl: ttl}
+	return &Records{rdb: rdb, ttl: ttl, now: time.Now}
+}
+
+// WithClock returns Records that read the time from now (tests).
+func (r *Records) WithClock(now func() time.Time) *Records {
+	c := *r
+	c.now = now
+	return &c
 }
 
 // Limited returns Records that also hold each customer to rate requests
@@ -55,52 +65,83 @@ func (r *Records) Limited(rate float64, burst int) *Records {
 }
 
 // soldOutMark prefixes the record of an order answered sold out without
-// a reservation (see Claim). SKUs and customer ids never contain it.
-const soldOutMark = "!"
+// a reservation (see Claim). SKUs and customer ids never contain it, nor
+// nonceMark, which separates the fingerprint from the nonce of the call
+// that created the record.
+const (
+	soldOutMark = "!"
+	nonceMark   = "#"
+)
 
 // Claim spends one request of o.CustomerID's budget (when Limited) and
-// records o as the request behind o.ID, in one call. first is true when no
-// record existed; a record with the same fingerprint is a retry (first
+// claims the idempotency record of (o.CustomerID, key), in one call. It
+// returns the order id: the one of the window the key was first used in,
+// when its record is alive, else a new one in the current window (a key
+// reused after its record expired names a new order). first is true when
+// no record existed; a record with the same fingerprint is a retry (first
 // false, nil error); another fingerprint returns
 // order.ErrIdempotencyMismatch. An empty budget returns a
-// *order.RateLimitedError and changes nothing.
+// *order.RateLimitedError and changes nothing. o.ID is ignored.
 //
 // soldOut records a new claim as answered sold out, for an order the
 // gateway refuses without running the reserve script; a later claim of
 // that record (a retry) returns order.ErrSoldOut, so the retry gets the
 // first answer again whatever the stock is by then.
-func (r *Records) Claim(ctx context.Context, o order.Order, soldOut bool) (first bool, err error) {
+//
+// The call is safe to repeat (go-redis retries a script whose reply timed
+// out): a record made by this very call is reported as made by it, and
+// the budget is spent once.
+func (r *Records) Claim(ctx context.Context, o order.Order, key string, soldOut bool) (id string, first bool, err error) {
 	fp := o.Fingerprint()
 	val := fp
 	if soldOut {
 		val = soldOutMark + fp
 	}
-	ks := []string{keys.CustomerRate(o.CustomerID), keys.Idem(o.ID)}
-	res, err := lua.Admit.Run(ctx, r.rdb, ks, r.interval, r.burst, val, r.ttl.Milliseconds()).Slice()
+	w := order.Window(r.now(), r.ttl)
+	ids := []string{order.IDFor(o.CustomerID, key, w-1), order.IDFor(o.CustomerID, key, w), order.IDFor(o.CustomerID, key, w+1)}
+	ks := []string{keys.CustomerRate(o.CustomerID), keys.Idem(ids[0]), keys.Idem(ids[1]), keys.Idem(ids[2])}
+	res, err := lua.Admit.Run(ctx, r.rdb, ks, r.interval, r.burst, val, r.ttl.Milliseconds(), newNonce()).Slice()
 	if err != nil {
-		return false, fmt.Errorf("claim idempotency record order=%s: %w", o.ID, err)
+		return "", false, fmt.Errorf("claim idempotency record customer=%s: %w", o.CustomerID, err)
 	}
-	if len(res) != 2 {
-		return false, fmt.Errorf("claim idempotency record order=%s: unexpected reply %v", o.ID, res)
-	}
-	if ok, _ := res[0].(int64); ok != 1 {
+	if ok, _ := res[0].(int64); ok != 1 && len(res) == 2 {
 		after, _ := res[1].(int64)
-		return false, fmt.Errorf("customer %s: %w", o.CustomerID, &order.RateLimitedError{RetryAfter: time.Duration(after) * time.Microsecond})
+		return "", false, fmt.Errorf("customer %s: %w", o.CustomerID, &order.RateLimitedError{RetryAfter: time.Duration(after) * time.Microsecond})
 	}
-	switch old := res[1].(type) {
-	case nil:
-		return true, nil
-	case string:
-		oldFP, wasSoldOut := strings.CutPrefix(old, soldOutMark)
-		if oldFP != fp {
-			return false, fmt.Errorf("order=%s: %w", o.ID, order.ErrIdempotencyMismatch)
-		}
-		if wasSoldOut {
-			return false, fmt.Errorf("order=%s was answered sold out: %w", o.ID, order.ErrSoldOut)
-		}
-		return false, nil
+	var i int64
+	if len(res) == 3 {
+		i, _ = res[1].(int64)
 	}
-	return false, fmt.Errorf("claim idempotency record order=%s: unexpected reply %v", o.ID, res)
+	if i < 1 || i > 3 {
+		return "", false, fmt.Errorf("claim idempotency record customer=%s: unexpected reply %v", o.CustomerID, res)
+	}
+	id = ids[i-1]
+	old, found := res[2].(string)
+	if !found {
+		return id, true, nil
+	}
+	oldFP, wasSoldOut := strings.CutPrefix(fingerprint(old), soldOutMark)
+	if oldFP != fp {
+		return id, false, fmt.Errorf("order=%s: %w", id, order.ErrIdempotencyMismatch)
+	}
+	if wasSoldOut {
+		return id, false, fmt.Errorf("order=%s was answered sold out: %w", id, order.ErrSoldOut)
+	}
+	return id, false, nil
+}
+
+// fingerprint strips the creating call's nonce from a record.
+func fingerprint(record string) string {
+	if i := strings.LastIndex(record, nonceMark); i >= 0 {
+		return record[:i]
+	}
+	return record
+}
+
+// newNonce returns 8 random hex characters: enough to tell one call from
+// the others that claim the same key.
+func newNonce() string {
+	return strconv.FormatUint(uint64(rand.Uint32())|1<<32, 16)[1:]
 }
 
 // Forget deletes the record of an order that was never accepted (its
@@ -121,7 +162,7 @@ func (r *Records) Lookup(ctx context.Context, id string) (order.Order, error) {
 	if err != nil {
 		return order.Order{}, fmt.Errorf("look up order=%s: %w", id, err)
 	}
-	parts := strings.SplitN(strings.TrimPrefix(fp, soldOutMark), "|", 3)
+	parts := strings.SplitN(strings.TrimPrefix(fingerprint(fp), soldOutMark), "|", 3)
 	if len(parts) != 3 {
 		return order.Order{}, fmt.Errorf("order=%s: malformed idempotency record %q", id, fp)
 	}

@@ -54,6 +54,10 @@ type Orders struct {
 	// Qty per order. Default 1.
 	Qty   int
 	RunID string
+	// Window is the idempotency window (order.Window) the run started in:
+	// the gateway derives a request's order id in the window it arrives
+	// in, this one or, for a run that crosses its end, the next.
+	Window int64
 }
 
 var _ Target = (*Orders)(nil)
@@ -64,8 +68,12 @@ func (o *Orders) Customer(i int64) string { return o.RunID + "-" + strconv.Forma
 // IdempotencyKey returns the Idempotency-Key of request i.
 func (o *Orders) IdempotencyKey(i int64) string { return "k" + strconv.FormatInt(i, 10) }
 
-// OrderID returns the id the gateway derives for request i.
-func (o *Orders) OrderID(i int64) string { return order.IDFor(o.Customer(i), o.IdempotencyKey(i)) }
+// OrderIDs returns the ids the gateway may derive for request i: in the
+// run's first window, or the next.
+func (o *Orders) OrderIDs(i int64) [2]string {
+	c, k := o.Customer(i), o.IdempotencyKey(i)
+	return [2]string{order.IDFor(c, k, o.Window), order.IDFor(c, k, o.Window+1)}
+}
 
 func (o *Orders) qty() int {
 	if o.Qty > 0 {

@@ -32,7 +32,7 @@ func TestOrdersSendsDistinctValidOrders(t *testing.T) {
 			return
 		}
 		mu.Lock()
-		ids[order.IDFor(o.CustomerID, key)] = true
+		ids[order.IDFor(o.CustomerID, key, 0)] = true
 		mu.Unlock()
 		w.WriteHeader(http.StatusAccepted)
 	}))
@@ -49,8 +49,8 @@ func TestOrdersSendsDistinctValidOrders(t *testing.T) {
 	if len(ids) != 200 {
 		t.Fatalf("%d distinct order ids, want 200", len(ids))
 	}
-	if !ids[target.OrderID(0)] || !ids[target.OrderID(199)] {
-		t.Fatal("OrderID does not name the orders the server saw")
+	if !ids[target.OrderIDs(0)[0]] || !ids[target.OrderIDs(199)[0]] {
+		t.Fatal("OrderIDs does not name the orders the server saw")
 	}
 }
 

@@ -265,6 +265,20 @@ func readReclaimed(ctx context.Context, rdb *redis.ClusterClient) (RedisMemory, 
 // auditSample bounds the records audited after a run.
 const auditSample = 500
 
+// existingID is the id request i got: the one of its two possible
+// windows whose idempotency record exists (the first when neither does).
+func (s Scenario) existingID(ctx context.Context, i int64) (string, error) {
+	ids := s.Orders.OrderIDs(i)
+	n, err := s.Redis.Exists(ctx, keys.Idem(ids[1])).Result()
+	if err != nil {
+		return "", fmt.Errorf("look up the record of request %d: %w", i, err)
+	}
+	if n == 1 {
+		return ids[1], nil
+	}
+	return ids[0], nil
+}
+
 func (s Scenario) auditRedis(ctx context.Context, before RedisMemory, c Counts) (*RedisReport, error) {
 	sent := c.Done
 	select {
@@ -279,7 +293,10 @@ func (s Scenario) auditRedis(ctx context.Context, before RedisMemory, c Counts) 
 	step := max(sent/auditSample, 1)
 	var idemKeys, stateKeys []string
 	for i := int64(0); i < sent; i += step {
-		id := s.Orders.OrderID(i)
+		id, err := s.existingID(ctx, i)
+		if err != nil {
+			return nil, err
+		}
 		idemKeys = append(idemKeys, keys.Idem(id))
 		stateKeys = append(stateKeys, keys.OrderState(s.Orders.SKU, id))
 	}

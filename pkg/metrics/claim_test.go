@@ -11,8 +11,8 @@ import (
 
 type claimStub struct{ err error }
 
-func (c claimStub) Claim(context.Context, order.Order, bool) (bool, error) {
-	return c.err == nil, c.err
+func (c claimStub) Claim(context.Context, order.Order, string, bool) (string, bool, error) {
+	return "o_1", c.err == nil, c.err
 }
 func (c claimStub) Forget(context.Context, string) error { return nil }
 
@@ -30,7 +30,7 @@ func TestCustomerLimitedCountsDecisions(t *testing.T) {
 	for _, c := range cases {
 		labels := map[string]string{"scope": "customer", "decision": c.want}
 		before := sample(t, "surge_rate_limit_decisions_total", labels)
-		_, err := CustomerLimited{Next: claimStub{c.err}}.Claim(context.Background(), order.Order{}, false)
+		_, _, err := CustomerLimited{Next: claimStub{c.err}}.Claim(context.Background(), order.Order{}, "k", false)
 		if !errors.Is(err, c.err) {
 			t.Errorf("decision %s: error %v, want %v passed through", c.want, err, c.err)
 		}

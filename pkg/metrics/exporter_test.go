@@ -164,7 +164,7 @@ func TestQueueCollectorAndPublishResults(t *testing.T) {
 	defer pub.Close()
 	confirmed := sample(t, "surge_publish_total", map[string]string{"result": PublishConfirmed})
 	for i := range 3 {
-		o := order.Order{ID: order.IDFor("c", testenv.Unique("k")), SKU: "sku-1", Qty: 1 + i, CustomerID: "c"}
+		o := order.Order{ID: order.IDFor("c", testenv.Unique("k"), 0), SKU: "sku-1", Qty: 1 + i, CustomerID: "c"}
 		if err := (Publisher{Next: pub}).Publish(ctx, o); err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +182,7 @@ func TestQueueCollectorAndPublishResults(t *testing.T) {
 	}
 	defer stray.Close()
 	returned := sample(t, "surge_publish_total", map[string]string{"result": PublishReturned})
-	o := order.Order{ID: order.IDFor("c", testenv.Unique("k")), SKU: "sku-1", Qty: 1, CustomerID: "c"}
+	o := order.Order{ID: order.IDFor("c", testenv.Unique("k"), 0), SKU: "sku-1", Qty: 1, CustomerID: "c"}
 	if err := (Publisher{Next: stray}).Publish(ctx, o); err == nil {
 		t.Fatal("an unroutable publish succeeded")
 	}

@@ -79,7 +79,7 @@ var (
 
 	workerOrders = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "worker_orders_total",
-		Help: "Deliveries handled by the worker, by outcome: invoiced, rejected, duplicate, retried, dead.",
+		Help: "Deliveries handled by the worker, by outcome: invoiced; rejected (an accepted order MySQL had no unit for: the compensation after Redis lost writes, reason sold_out_after_acceptance); duplicate; conflict (the order id reused for another request after a failover lost its idempotency record: not invoiced); retried; dead.",
 	}, []string{"outcome"})
 	workerDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: Namespace, Name: "worker_processing_seconds",
@@ -146,7 +146,7 @@ var (
 var (
 	reservationOutcomes = []string{ReservationReserved, ReservationRepeat, ReservationSoldOut, ReservationSoldOutCached, ReservationNotLoaded, ReservationError}
 	publishResults      = []string{PublishConfirmed, PublishNacked, PublishReturned, PublishTimeout, PublishBlocked, PublishUnknown, PublishError}
-	workerOutcomes      = []string{"invoiced", "rejected", "duplicate", "retried", "dead"}
+	workerOutcomes      = []string{"invoiced", "rejected", "duplicate", "conflict", "retried", "dead"}
 	driftKinds          = []string{DriftCommitMissing, DriftStaleReservation, DriftSoldMismatch, DriftStockMismatch, DriftNotLoaded}
 )
 

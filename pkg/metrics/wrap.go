@@ -206,7 +206,7 @@ func (l Limiter) Allow(ctx context.Context, subject string) (bool, time.Duration
 // OrderClaimer spends a customer's budget and claims an order's
 // idempotency record in one call. *idem.Records implements it.
 type OrderClaimer interface {
-	Claim(ctx context.Context, o order.Order, soldOut bool) (first bool, err error)
+	Claim(ctx context.Context, o order.Order, key string, soldOut bool) (orderID string, first bool, err error)
 	Forget(ctx context.Context, orderID string) error
 }
 
@@ -222,8 +222,8 @@ var _ OrderClaimer = CustomerLimited{}
 // it refused with order.ErrRateLimited, error when Redis failed, allowed
 // otherwise (a reused key with another body, or a retry of an order
 // answered sold out, passed the limit).
-func (c CustomerLimited) Claim(ctx context.Context, o order.Order, soldOut bool) (bool, error) {
-	first, err := c.Next.Claim(ctx, o, soldOut)
+func (c CustomerLimited) Claim(ctx context.Context, o order.Order, key string, soldOut bool) (string, bool, error) {
+	id, first, err := c.Next.Claim(ctx, o, key, soldOut)
 	decision := "allowed"
 	switch {
 	case errors.Is(err, order.ErrRateLimited):
@@ -232,7 +232,7 @@ func (c CustomerLimited) Claim(ctx context.Context, o order.Order, soldOut bool)
 		decision = "error"
 	}
 	rateLimited.WithLabelValues("customer", decision).Inc()
-	return first, err
+	return id, first, err
 }
 
 // Forget calls Next.Forget.

@@ -58,7 +58,7 @@ func (s *Server) postOrder(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
-	o.ID = order.IDFor(o.CustomerID, key)
+	o.ID = order.IDFor(o.CustomerID, key, 0)
 	sold, err := s.sell(r, o)
 	switch {
 	case err != nil:

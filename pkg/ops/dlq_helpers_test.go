@@ -72,7 +72,7 @@ func onChannel(t *testing.T, conn *queue.Conn, fn func(*amqp.Channel) error) {
 }
 
 func testOrder(sku string, i int) order.Order {
-	return order.Order{ID: order.IDFor(sku, fmt.Sprint(i)), SKU: sku, Qty: 1 + i%3, CustomerID: sku}
+	return order.Order{ID: order.IDFor(sku, fmt.Sprint(i), 0), SKU: sku, Qty: 1 + i%3, CustomerID: sku}
 }
 
 // park puts a message in the dead queue the way the worker parks one,

@@ -10,7 +10,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Limits on client-supplied fields. They bound Redis key sizes and MySQL
@@ -40,9 +42,15 @@ const (
 
 // Reasons recorded with a rejected order or a dead letter.
 const (
-	ReasonSoldOut    = "sold_out"
-	ReasonUnknownSKU = "unknown_sku"
-	ReasonMalformed  = "malformed"
+	// ReasonCompensated: MySQL refused an order the gateway had accepted
+	// because the product had no unit left there. Redis sold a unit MySQL
+	// did not have: a failover lost Redis writes (replication is
+	// asynchronous), or stock was lowered under open reservations. It is
+	// the one way an accepted order ends without an invoice; the worker,
+	// the reconciler and the metrics count it.
+	ReasonCompensated = "sold_out_after_acceptance"
+	ReasonUnknownSKU  = "unknown_sku"
+	ReasonMalformed   = "malformed"
 )
 
 // Order is one customer's request for qty units of one SKU. It is also the
@@ -115,16 +123,28 @@ func validateToken(field, v string, max int) error {
 	return nil
 }
 
-// IDFor derives the order id from the customer and their idempotency key.
-// The same (customer, key) always names the same order, so every layer
-// (reservation, queue, MySQL) deduplicates retries by order id, even after
-// a Redis failover lost the idempotency record. The id is "o_", the
-// customer's tag (TagFor) and 16 hex characters of sha256(customer, key):
-// the tag lets the gateway find the order's idempotency record, which lives
-// on the customer's slot, from the id alone.
-func IDFor(customerID, idemKey string) string {
-	h := sha256.Sum256([]byte(customerID + "\x00" + idemKey))
+// IDFor derives the order id from the customer, their idempotency key
+// and the idempotency window the key was first used in (Window). Within a
+// window the same (customer, key) always names the same order, so every
+// layer (reservation, queue, MySQL) deduplicates retries by order id, even
+// after a Redis failover lost the idempotency record. A key used again
+// after its record expired falls in a later window and names a new order,
+// as clients expect of an expired key, instead of an order MySQL already
+// holds. The id is "o_", the customer's tag (TagFor) and 16 hex characters
+// of sha256(customer, key, window): the tag lets the gateway find the
+// order's idempotency record, which lives on the customer's slot, from the
+// id alone.
+func IDFor(customerID, idemKey string, window int64) string {
+	h := sha256.Sum256([]byte(customerID + "\x00" + idemKey + "\x00" + strconv.FormatInt(window, 10)))
 	return "o_" + TagFor(customerID) + hex.EncodeToString(h[:orderIDHashBytes-customerTagBytes])
+}
+
+// Window numbers the idempotency windows of length ttl (at least 1ms):
+// the one holding t. A record created at t expires before the window
+// after next begins, so at any moment a live record belongs to the
+// current window or a neighbour.
+func Window(t time.Time, ttl time.Duration) int64 {
+	return t.UnixMilli() / max(ttl.Milliseconds(), 1)
 }
 
 // TagFor is the customer's tag: the first 8 hex characters of

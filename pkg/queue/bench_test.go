@@ -22,7 +22,7 @@ func BenchmarkPublishConfirmed(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := seq.Add(1)
-			o := order.Order{ID: order.IDFor("bench", fmt.Sprint(i)), SKU: "sku-1", Qty: 1, CustomerID: "bench"}
+			o := order.Order{ID: order.IDFor("bench", fmt.Sprint(i), 0), SKU: "sku-1", Qty: 1, CustomerID: "bench"}
 			if err := pub.Publish(context.Background(), o); err != nil {
 				b.Error(err)
 				return

@@ -76,7 +76,7 @@ func withChannel(t testing.TB, conn *Conn, fn func(*amqp.Channel)) {
 }
 
 func testOrder(i int) order.Order {
-	return order.Order{ID: order.IDFor("c1", fmt.Sprint("key-", i)), SKU: "sku-1", Qty: 1 + i%5, CustomerID: "c1"}
+	return order.Order{ID: order.IDFor("c1", fmt.Sprint("key-", i), 0), SKU: "sku-1", Qty: 1 + i%5, CustomerID: "c1"}
 }
 
 func newTestPublisher(t testing.TB, conn *Conn, topo Topology, opts PublisherOptions) *Publisher {

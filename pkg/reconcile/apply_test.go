@@ -28,7 +28,7 @@ func TestRepairKeepsWritesMadeAfterTheRead(t *testing.T) {
 	if _, err := st.SetStock(ctx, sku, 10, 0); err != nil {
 		t.Fatal(err)
 	}
-	o := order.Order{ID: order.IDFor("c", sku), SKU: sku, Qty: 2, CustomerID: "c"}
+	o := order.Order{ID: order.IDFor("c", sku, 0), SKU: sku, Qty: 2, CustomerID: "c"}
 	if _, err := st.Reserve(ctx, o); err != nil {
 		t.Fatal(err)
 	}

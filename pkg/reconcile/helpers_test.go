@@ -72,7 +72,7 @@ func (e *env) reconciler(opts reconcile.Options) *reconcile.Reconciler {
 }
 
 func ord(sku string, n, qty int) order.Order {
-	return order.Order{ID: order.IDFor("c-"+sku, fmt.Sprint(n)), SKU: sku, Qty: qty, CustomerID: "c-" + sku}
+	return order.Order{ID: order.IDFor("c-"+sku, fmt.Sprint(n), 0), SKU: sku, Qty: qty, CustomerID: "c-" + sku}
 }
 
 // reserveAt reserves o, then sets the reservation's time (the master's

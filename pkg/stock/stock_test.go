@@ -45,7 +45,7 @@ func mustView(t *testing.T, s *stock.Stock, sku string) stock.View {
 }
 
 func ord(sku string, n, qty int) order.Order {
-	return order.Order{ID: order.IDFor("c", fmt.Sprint(sku, n)), SKU: sku, Qty: qty, CustomerID: "c"}
+	return order.Order{ID: order.IDFor("c", fmt.Sprint(sku, n), 0), SKU: sku, Qty: qty, CustomerID: "c"}
 }
 
 func TestReserveCommitRelease(t *testing.T) {

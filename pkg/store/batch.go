@@ -199,6 +199,10 @@ func (b *batch) copyTwins() {
 		b.out[i] = b.out[j]
 		if b.out[i].Err == nil {
 			b.out[i].Duplicate = true
+			if b.out[i].Recorded.ID == "" { // the twin was placed by this batch
+				first := b.items[j].Order
+				b.out[i].Recorded = order.Order{ID: first.ID, SKU: first.SKU, Qty: first.Qty, CustomerID: first.CustomerID}
+			}
 		}
 	}
 }

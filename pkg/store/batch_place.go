@@ -41,8 +41,8 @@ func (b *batch) place(ctx context.Context, tx *sqlx.Tx) error {
 			invoices = append(invoices, invoiceRow{OrderID: o.ID, SKU: o.SKU, Qty: o.Qty, AmountCents: amount})
 			invoiced = append(invoiced, i)
 		default:
-			b.out[i].Result = Result{Status: order.StatusRejected, Reason: order.ReasonSoldOut}
-			orders = append(orders, newOrderRow(o, it.Fence, order.StatusRejected, order.ReasonSoldOut))
+			b.out[i].Result = Result{Status: order.StatusRejected, Reason: order.ReasonCompensated}
+			orders = append(orders, newOrderRow(o, it.Fence, order.StatusRejected, order.ReasonCompensated))
 		}
 	})
 	if err := guardTaken(ctx, tx, taken); err != nil {

@@ -38,7 +38,7 @@ var (
 func inv(amount int64) outcome {
 	return outcome{Status: order.StatusInvoiced, Amount: amount, Invoiced: true}
 }
-func rej() outcome            { return outcome{Status: order.StatusRejected, Reason: order.ReasonSoldOut} }
+func rej() outcome            { return outcome{Status: order.StatusRejected, Reason: order.ReasonCompensated} }
 func dup(o outcome) outcome   { o.Duplicate = true; return o }
 func failed(e string) outcome { return outcome{Err: e} }
 

@@ -29,7 +29,7 @@ func TestBatcherCoalescesWithoutOverselling(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			o := order.Order{ID: order.IDFor("c", fmt.Sprint(i)), SKU: "hot", Qty: 1, CustomerID: "c"}
+			o := order.Order{ID: order.IDFor("c", fmt.Sprint(i), 0), SKU: "hot", Qty: 1, CustomerID: "c"}
 			res, err := b.Process(ctx, o, 0)
 			if err != nil {
 				t.Error(err)
@@ -64,8 +64,8 @@ func TestBatcherPerItemErrors(t *testing.T) {
 	}
 	b := NewBatcher(s, BatcherOptions{Linger: 20 * time.Millisecond})
 	defer b.Close()
-	good := order.Order{ID: order.IDFor("c", "good"), SKU: "ok", Qty: 2, CustomerID: "c"}
-	bad := order.Order{ID: order.IDFor("c", "bad"), SKU: "missing", Qty: 1, CustomerID: "c"}
+	good := order.Order{ID: order.IDFor("c", "good", 0), SKU: "ok", Qty: 2, CustomerID: "c"}
+	bad := order.Order{ID: order.IDFor("c", "bad", 0), SKU: "missing", Qty: 1, CustomerID: "c"}
 	errs := make(chan error, 2)
 	go func() { _, err := b.Process(ctx, bad, 0); errs <- err }()
 	res, err := b.Process(ctx, good, 0)
@@ -86,7 +86,7 @@ func TestBatcherClosed(t *testing.T) {
 	s := newStore(t)
 	b := NewBatcher(s, BatcherOptions{})
 	b.Close()
-	_, err := b.Process(context.Background(), order.Order{ID: order.IDFor("c", "x"), SKU: "ok", Qty: 1, CustomerID: "c"}, 0)
+	_, err := b.Process(context.Background(), order.Order{ID: order.IDFor("c", "x", 0), SKU: "ok", Qty: 1, CustomerID: "c"}, 0)
 	if err == nil {
 		t.Fatal("Process after Close succeeded")
 	}

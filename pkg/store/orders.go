@@ -32,6 +32,7 @@ func (r OrderRecord) result() Result {
 		InvoiceID:   r.InvoiceID,
 		AmountCents: r.AmountCents,
 		Duplicate:   true,
+		Recorded:    order.Order{ID: r.ID, SKU: r.SKU, Qty: r.Qty, CustomerID: r.CustomerID},
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 type Result struct {
 	// Status is order.StatusInvoiced or order.StatusRejected.
 	Status order.Status
-	// Reason says why a rejected order was refused (order.ReasonSoldOut).
+	// Reason says why a rejected order was refused (order.ReasonCompensated).
 	Reason string
 	// InvoiceID and AmountCents describe the invoice of an invoiced order.
 	InvoiceID   int64
@@ -23,6 +23,10 @@ type Result struct {
 	// Duplicate is true when the order had already been processed: nothing
 	// was written and the fields above are the first outcome.
 	Duplicate bool
+	// Recorded is, for a duplicate, the order as MySQL holds it: another
+	// SKU, quantity or customer than the one processed means the id was
+	// reused for another request, not retried.
+	Recorded order.Order
 }
 
 // The stock guard: the only statement that sells. It affects no row when
@@ -96,11 +100,11 @@ func placeOrder(ctx context.Context, tx *sqlx.Tx, o order.Order, fence int64) (R
 		return Result{}, fmt.Errorf("read price sku=%s: %w", o.SKU, err)
 	}
 	if taken != 1 {
-		row := newOrderRow(o, fence, order.StatusRejected, order.ReasonSoldOut)
+		row := newOrderRow(o, fence, order.StatusRejected, order.ReasonCompensated)
 		if err := insertOrders(ctx, tx, []orderRow{row}); err != nil {
 			return Result{}, err
 		}
-		return Result{Status: order.StatusRejected, Reason: order.ReasonSoldOut}, nil
+		return Result{Status: order.StatusRejected, Reason: order.ReasonCompensated}, nil
 	}
 	if err := insertOrders(ctx, tx, []orderRow{newOrderRow(o, fence, order.StatusInvoiced, "")}); err != nil {
 		return Result{}, err

@@ -32,6 +32,7 @@ func TestProcessInvoicesOnce(t *testing.T) {
 	}
 	want := first
 	want.Duplicate = true
+	want.Recorded = order.Order{ID: "o-1", SKU: "mug", Qty: 2, CustomerID: "c-o-1"}
 	if diff := cmp.Diff(want, again); diff != "" {
 		t.Fatalf("repeated Process (-want +got):\n%s", diff)
 	}
@@ -60,12 +61,12 @@ func TestProcessSoldOutIsRejected(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Process o-2: %v", err)
 	}
-	want := Result{Status: order.StatusRejected, Reason: order.ReasonSoldOut}
+	want := Result{Status: order.StatusRejected, Reason: order.ReasonCompensated}
 	if diff := cmp.Diff(want, res); diff != "" {
 		t.Fatalf("Process o-2 (-want +got):\n%s", diff)
 	}
 	rec, err := s.Order(ctx, "o-2")
-	if err != nil || rec.Status != "rejected" || rec.Reason != order.ReasonSoldOut || rec.InvoiceID != 0 {
+	if err != nil || rec.Status != "rejected" || rec.Reason != order.ReasonCompensated || rec.InvoiceID != 0 {
 		t.Fatalf("Order o-2 = %+v, %v; want rejected sold_out without invoice", rec, err)
 	}
 	// The last unit still sells.

@@ -93,7 +93,7 @@ func TestClassification(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &Processor{Ledger: failingLedger{err: tt.err, hang: tt.hang}, Stock: noStock{},
 				Timeout: 20 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-			d := &recorder{o: order.Order{ID: order.IDFor("c", "k"), SKU: "s", Qty: 1, CustomerID: "c"}, bad: tt.bad}
+			d := &recorder{o: order.Order{ID: order.IDFor("c", "k", 0), SKU: "s", Qty: 1, CustomerID: "c"}, bad: tt.bad}
 			p.Handle(context.Background(), d)
 			if d.settle != tt.wantSettle || d.reason != tt.wantReason {
 				t.Errorf("settled %q reason %q, want %q reason %q", d.settle, d.reason, tt.wantSettle, tt.wantReason)

@@ -74,11 +74,17 @@ type Processor struct {
 // DefaultTimeout is Processor.Timeout's default.
 const DefaultTimeout = 10 * time.Second
 
-// Outcomes reported to the Observer and in logs.
+// Outcomes reported to the Observer and in logs. A rejected order is an
+// accepted order MySQL had no unit for (order.ReasonCompensated). A
+// conflict is a message whose order id MySQL holds for another request
+// (another SKU, quantity or customer): the key was used again after a
+// failover lost its idempotency record; its reservation is released and
+// it is not invoiced.
 const (
 	OutcomeInvoiced  = "invoiced"
 	OutcomeRejected  = "rejected"
 	OutcomeDuplicate = "duplicate"
+	OutcomeConflict  = "conflict"
 	OutcomeRetried   = "retried"
 	OutcomeDead      = "dead"
 )
@@ -122,7 +128,10 @@ func (p *Processor) handle(ctx context.Context, d Delivery) (string, order.Order
 		return OutcomeRetried, o, settle(d.Retry(err), err)
 	}
 	outcome := string(res.Status)
-	if res.Duplicate {
+	switch {
+	case conflicting(res, o):
+		outcome = OutcomeConflict
+	case res.Duplicate:
 		outcome = OutcomeDuplicate
 	}
 	return outcome, o, d.Ack()
@@ -162,12 +171,18 @@ func (p *Processor) process(ctx context.Context, o order.Order) (store.Result, e
 
 // settleStock applies MySQL's verdict to the reservation. Both scripts are
 // idempotent, so a duplicate delivery repairs a Redis step a crash skipped.
+// A message conflicting with the order MySQL holds under its id sold
+// nothing: its reservation (on its own SKU) is released.
 func (p *Processor) settleStock(ctx context.Context, o order.Order, res store.Result) error {
 	var err error
-	switch res.Status {
-	case order.StatusInvoiced:
+	switch {
+	case conflicting(res, o):
+		p.log().Error("order id reused for another request: not invoiced, reservation released",
+			"order_id", o.ID, "sku", o.SKU, "qty", o.Qty, "recorded_sku", res.Recorded.SKU, "recorded_qty", res.Recorded.Qty)
+		_, err = p.Stock.Release(ctx, o.SKU, o.ID, stock.Reject)
+	case res.Status == order.StatusInvoiced:
 		_, err = p.Stock.Commit(ctx, o.SKU, o.ID, o.Qty)
-	case order.StatusRejected:
+	case res.Status == order.StatusRejected:
 		_, err = p.Stock.Release(ctx, o.SKU, o.ID, stock.Reject)
 	}
 	if errors.Is(err, order.ErrNotLoaded) || errors.Is(err, stock.ErrCommitted) {
@@ -179,6 +194,12 @@ func (p *Processor) settleStock(ctx context.Context, o order.Order, res store.Re
 		return fmt.Errorf("settle stock order=%s: %w", o.ID, err)
 	}
 	return nil
+}
+
+// conflicting tells whether MySQL holds o's id for another request.
+func conflicting(res store.Result, o order.Order) bool {
+	r := res.Recorded
+	return res.Duplicate && r.ID != "" && (r.SKU != o.SKU || r.Qty != o.Qty || r.CustomerID != o.CustomerID)
 }
 
 func (p *Processor) timeout() time.Duration {

@@ -16,6 +16,7 @@ import (
 
 	"surge/pkg/cluster"
 	"surge/pkg/loadgen"
+	"surge/pkg/order"
 	"surge/pkg/queue"
 	"surge/pkg/store"
 )
@@ -79,9 +80,10 @@ func runLoad(ctx context.Context, cfg loadgenConfig, args []string, stdout, stde
 	client := loadgen.NewHTTPClient(4)
 	url := strings.TrimSuffix(f.url, "/")
 	sc := loadgen.Scenario{
-		Label:        f.label,
-		Options:      f.opts,
-		Orders:       &loadgen.Orders{Client: loadgen.NewOrderClient(max(f.opts.Concurrency, 1)), BaseURL: url, SKU: f.sku, Qty: f.qty, RunID: f.runID},
+		Label:   f.label,
+		Options: f.opts,
+		Orders: &loadgen.Orders{Client: loadgen.NewOrderClient(max(f.opts.Concurrency, 1)), BaseURL: url, SKU: f.sku,
+			Qty: f.qty, RunID: f.runID, Window: order.Window(time.Now(), cfg.IdempotencyTTL)},
 		Stock:        f.stock,
 		StockAPI:     loadgen.StockAPI{Client: client, BaseURL: url, Token: cfg.AdminToken},
 		StockView:    f.stockView,

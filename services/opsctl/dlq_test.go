@@ -75,7 +75,7 @@ func dlqSetup(t *testing.T) (orderLetter, junkLetter string, o order.Order) {
 		return id
 	}
 	sku := testenv.Unique("cli-")
-	o = order.Order{ID: order.IDFor(sku, "k"), SKU: sku, Qty: 2, CustomerID: sku}
+	o = order.Order{ID: order.IDFor(sku, "k", 0), SKU: sku, Qty: 2, CustomerID: sku}
 	body, _ := json.Marshal(o)
 	return park(o.ID, body, order.ReasonUnknownSKU), park("", []byte("garbage"), order.ReasonMalformed), o
 }

@@ -43,7 +43,7 @@ func drifted(t *testing.T) (*redis.ClusterClient, *stock.Stock, *store.Store, st
 	if _, err := st.SetStock(ctx, sku, 5, 0); err != nil {
 		t.Fatal(err)
 	}
-	o := order.Order{ID: order.IDFor(sku, "k"), SKU: sku, Qty: 2, CustomerID: sku}
+	o := order.Order{ID: order.IDFor(sku, "k", 0), SKU: sku, Qty: 2, CustomerID: sku}
 	if _, err := db.Process(ctx, o, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -93,7 +93,7 @@ func lostCommit(t *testing.T) (*store.Store, *stock.Stock, string) {
 	if _, err := st.SetStock(ctx, sku, 5, 0); err != nil {
 		t.Fatal(err)
 	}
-	o := order.Order{ID: order.IDFor("c", sku), SKU: sku, Qty: 2, CustomerID: "c"}
+	o := order.Order{ID: order.IDFor("c", sku, 0), SKU: sku, Qty: 2, CustomerID: "c"}
 	if _, err := db.Process(ctx, o, 0); err != nil { // Redis never hears of it
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"surge/pkg/app"
 	"surge/pkg/cluster"
 	"surge/pkg/config"
+	"surge/pkg/queue"
 	"surge/pkg/reconcile"
 	"surge/pkg/stock"
 	"surge/pkg/store"
@@ -35,6 +36,7 @@ type pipeline struct {
 	db    *store.Store
 	redis *cluster.Client
 	stock *stock.Stock
+	pub   *queue.Publisher // the reconciler's, to publish late orders again
 }
 
 func logger() *slog.Logger {
@@ -73,6 +75,15 @@ func startPipeline(t *testing.T) *pipeline {
 	t.Cleanup(func() { _ = p.db.Close() })
 	p.redis = newClusterClient(t)
 	p.stock = stock.New(p.redis, stock.Options{})
+	mq, err := queue.Dial(context.Background(), c.AMQP.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mq.Close() })
+	if p.pub, err = queue.NewPublisher(mq, c.AMQP.Topology(), queue.PublisherOptions{Channels: 1}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.pub.Close() })
 	return p
 }
 
@@ -112,10 +123,11 @@ func (p *pipeline) slot(sku string) int {
 
 // reconciler is a reconciler on the private cluster and the test's
 // database, with a short grace period: the sale is over and drained when
-// it runs, so an open reservation with no MySQL order is a dead one.
+// it runs, so an open reservation with no MySQL order is one whose order
+// never reached the queue; it is published again.
 func (p *pipeline) reconciler() *reconcile.Reconciler {
 	return reconcile.New(p.redis.ClusterClient, reconcile.StoreLedger{Store: p.db},
-		reconcile.Options{Grace: 2 * time.Second, Log: logger()})
+		reconcile.Options{Grace: 2 * time.Second, Log: logger(), Publisher: p.pub})
 }
 
 // waitFor polls cond until it holds, failing the test after timeout.

@@ -1,0 +1,67 @@
+package worker
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"surge/pkg/order"
+	"surge/pkg/stock"
+	"surge/pkg/store"
+)
+
+// fixedLedger answers every order with res.
+type fixedLedger struct{ res store.Result }
+
+func (l fixedLedger) Process(context.Context, order.Order, int64) (store.Result, error) {
+	return l.res, nil
+}
+
+// settleLog records the Redis scripts a Processor runs.
+type settleLog struct{ calls []string }
+
+func (s *settleLog) Commit(_ context.Context, sku, id string, qty int) (stock.CommitOutcome, error) {
+	s.calls = append(s.calls, "commit "+sku)
+	return stock.CommittedFromResv, nil
+}
+
+func (s *settleLog) Release(_ context.Context, sku, id string, mode stock.ReleaseMode) (int, error) {
+	s.calls = append(s.calls, "release "+sku+" "+string(mode))
+	return 1, nil
+}
+
+// TestDuplicateSettlesWhatMySQLHolds: a delivery of an order MySQL already
+// processed commits its reservation (a retry after a lost Redis step),
+// unless MySQL holds that id for another request: then the message sold
+// nothing, and its units (on its own SKU) go back.
+func TestDuplicateSettlesWhatMySQLHolds(t *testing.T) {
+	msg := order.Order{ID: "o_1", SKU: "mug", Qty: 2, CustomerID: "alice"}
+	cases := []struct {
+		name     string
+		recorded order.Order
+		want     string
+		outcome  string
+	}{
+		{"same order", msg, "commit mug", OutcomeDuplicate},
+		{"another sku", order.Order{ID: "o_1", SKU: "tee", Qty: 2, CustomerID: "alice"}, "release mug reject", OutcomeConflict},
+		{"another qty", order.Order{ID: "o_1", SKU: "mug", Qty: 1, CustomerID: "alice"}, "release mug reject", OutcomeConflict},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			settled := &settleLog{}
+			p := &Processor{
+				Ledger: fixedLedger{store.Result{Status: order.StatusInvoiced, Duplicate: true, Recorded: c.recorded}},
+				Stock:  settled, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			}
+			d := &recorder{o: msg}
+			outcome, _, err := p.handle(context.Background(), d)
+			if err != nil || d.settle != "ack" || outcome != c.outcome {
+				t.Fatalf("outcome %s settle %s err %v, want %s and ack", outcome, d.settle, err, c.outcome)
+			}
+			if len(settled.calls) != 1 || settled.calls[0] != c.want {
+				t.Fatalf("redis calls %v, want [%s]", settled.calls, c.want)
+			}
+		})
+	}
+}
