@@ -4,7 +4,10 @@
 -- KEYS[2] {lock:NAME}:fence  the last fencing token issued for NAME
 -- ARGV[1] holder token   ARGV[2] lease TTL (ms)   ARGV[3] fence counter TTL (ms)
 -- Returns the fencing token (> 0) when the lease was taken, 0 when another
--- holder has it.
+-- holder has it. When the lease already holds this holder's token, this is
+-- the same call again (go-redis resends a script whose reply timed out):
+-- the token it issued is returned, not 0, so the caller does not wait out
+-- a lease it holds.
 --
 -- The token is max(last + 1, now in microseconds by this master's clock).
 -- The counter alone is not enough: replication is asynchronous, so a
@@ -22,7 +25,13 @@
 -- Numbers stay below 2^53, exact in Lua's doubles; string.format('%d')
 -- avoids Lua's 14-digit %g when storing them.
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return 0
+  if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+    return 0
+  end
+  local issued = redis.call('GET', KEYS[2])
+  if issued then
+    return tonumber(issued)
+  end
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])

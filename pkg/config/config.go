@@ -80,15 +80,35 @@ type Common struct {
 	// LogLevel is debug, info, warn or error: SURGE_LOG_LEVEL, default info.
 	LogLevel string `envconfig:"LOG_LEVEL" default:"info"`
 	// IdempotencyTTL is how long idempotency records and per-order states
-	// live: SURGE_IDEMPOTENCY_TTL, default 24h.
+	// live, and the length of the windows order ids are derived in:
+	// SURGE_IDEMPOTENCY_TTL, default 24h, at least 1s (per-order states
+	// expire in whole seconds).
 	IdempotencyTTL time.Duration `envconfig:"IDEMPOTENCY_TTL" default:"24h"`
 }
 
-// Load fills cfg (a pointer to a struct embedding Common) from SURGE_
-// variables.
+// MinIdempotencyTTL is the shortest SURGE_IDEMPOTENCY_TTL accepted.
+const MinIdempotencyTTL = time.Second
+
+// Validate rejects settings that parse but cannot work.
+func (c Common) Validate() error {
+	if c.IdempotencyTTL < MinIdempotencyTTL {
+		return fmt.Errorf("SURGE_IDEMPOTENCY_TTL=%v: must be at least %v (order states expire in whole seconds)",
+			c.IdempotencyTTL, MinIdempotencyTTL)
+	}
+	return nil
+}
+
+// Load fills cfg (a pointer to a struct, usually embedding Common) from
+// SURGE_ variables, then checks it with its Validate method, when it has
+// one.
 func Load(cfg any) error {
 	if err := envconfig.Process("surge", cfg); err != nil {
 		return fmt.Errorf("read SURGE_ configuration: %w", err)
+	}
+	if v, ok := cfg.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return fmt.Errorf("read SURGE_ configuration: %w", err)
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -37,5 +38,21 @@ func TestLoadRejectsBadValue(t *testing.T) {
 	t.Setenv("SURGE_IDEMPOTENCY_TTL", "forever")
 	if err := config.Load(&cfg); err == nil {
 		t.Fatal("want an error for SURGE_IDEMPOTENCY_TTL=forever")
+	}
+}
+
+// TestLoadRejectsSubSecondIdempotencyTTL: order states expire in whole
+// seconds; a shorter TTL made the reserve script fail after it had taken
+// the units.
+func TestLoadRejectsSubSecondIdempotencyTTL(t *testing.T) {
+	var cfg struct{ config.Common }
+	t.Setenv("SURGE_IDEMPOTENCY_TTL", "500ms")
+	err := config.Load(&cfg)
+	if err == nil || !strings.Contains(err.Error(), "SURGE_IDEMPOTENCY_TTL=500ms: must be at least 1s") {
+		t.Fatalf("load: %v, want SURGE_IDEMPOTENCY_TTL refused", err)
+	}
+	t.Setenv("SURGE_IDEMPOTENCY_TTL", "1s")
+	if err := config.Load(&cfg); err != nil {
+		t.Fatalf("1s: %v", err)
 	}
 }

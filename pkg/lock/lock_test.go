@@ -221,3 +221,27 @@ func TestAcquireGivesUp(t *testing.T) {
 }
 
 var _ redis.Scripter = (*pausable)(nil)
+
+// TestAcquireSentTwice: go-redis sends a script again when its reply timed
+// out. The second run of an acquisition that took the lease must return
+// its fencing token, not "held by another".
+func TestAcquireSentTwice(t *testing.T) {
+	rdb := testenv.Redis(t)
+	name := lockName(t, rdb)
+	l, err := lock.New(&twice{rdb}, lock.Options{}).Acquire(context.Background(), name, time.Second, nil)
+	if err != nil {
+		t.Fatalf("acquire with every script run twice: %v", err)
+	}
+	defer l.Release(context.Background())
+	if l.Fence() <= 0 {
+		t.Fatalf("fence %d, want the token the first run issued", l.Fence())
+	}
+}
+
+// twice runs every script twice and returns the second reply.
+type twice struct{ *redis.ClusterClient }
+
+func (d *twice) EvalSha(ctx context.Context, sha string, ks []string, args ...any) *redis.Cmd {
+	d.ClusterClient.EvalSha(ctx, sha, ks, args...)
+	return d.ClusterClient.EvalSha(ctx, sha, ks, args...)
+}

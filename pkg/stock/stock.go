@@ -32,7 +32,9 @@ var _ Client = (*redis.ClusterClient)(nil)
 // Options tunes a Stock. The zero value means the defaults.
 type Options struct {
 	// StateTTL is how long the per-order state that makes the scripts
-	// idempotent is kept: the idempotency window. Default 24h.
+	// idempotent is kept: the idempotency window. Default 24h; it is kept
+	// in whole seconds, at least one (Redis refuses EX 0, and a script
+	// failing there would have moved units already).
 	StateTTL time.Duration
 	// WaitReplicas, when above 0, makes Reserve wait until that many
 	// replicas acknowledged a new reservation (WAIT on the connection that
@@ -49,6 +51,7 @@ func (o *Options) setDefaults() {
 	if o.StateTTL <= 0 {
 		o.StateTTL = 24 * time.Hour
 	}
+	o.StateTTL = max(o.StateTTL, time.Second)
 	if o.WaitTimeout <= 0 {
 		o.WaitTimeout = 50 * time.Millisecond
 	}

@@ -265,3 +265,17 @@ func TestConcurrentReserveLastUnits(t *testing.T) {
 		t.Fatalf("view: avail %d reserved %d", v.Avail, v.Reserved)
 	}
 }
+
+// TestSubSecondStateTTL: a state TTL under a second must not make the
+// reserve script fail after it moved the units (Redis refuses EX 0).
+func TestSubSecondStateTTL(t *testing.T) {
+	ctx := context.Background()
+	_, sku := setup(t, 3)
+	s := stock.New(testenv.Redis(t), stock.Options{StateTTL: 500 * time.Millisecond})
+	if _, err := s.Reserve(ctx, ord(sku, 1, 1)); err != nil {
+		t.Fatalf("reserve: %v", err)
+	}
+	if v := mustView(t, s, sku); v.Avail != 2 || v.Reserved != 1 {
+		t.Fatalf("view %+v, want one unit reserved", v)
+	}
+}
