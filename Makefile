@@ -6,6 +6,9 @@
 #                    and MariaDB are stopped only when `make up` started them
 #   make test        start the engines, vet, race-test everything, then the chaos tests
 #   make test-chaos  only the tests behind the `chaos` build tag
+#   make test-faults the randomized fault test (build tag `faults`): private engines, the real
+#                    binaries, a sale under random faults, its history checked against the
+#                    promise to buyers; SURGE_FAULTS_SEED replays a run, SURGE_FAULTS_RUNS=n
 #   make bench       surge vs the naive SQL path and the engines' ceilings (deploy/bench.sh):
 #                    one table, var/bench/results.json and plots; see BENCH.md
 #   make bench-go    the packages' Go benchmarks (go test -bench)
@@ -32,7 +35,7 @@ CHAOS_PKGS = $(shell grep -rlE --include='*.go' --exclude-dir=var --exclude-dir=
 FOREMAN_PID := $(VAR)/foreman.pid
 FOREMAN_LOG := $(VAR)/log/foreman.log
 
-.PHONY: build up down deps engines migrate users procs-start procs-stop test test-chaos chaos bench bench-go smoke \
+.PHONY: build up down deps engines migrate users procs-start procs-stop test test-chaos chaos test-faults bench bench-go smoke \
 	fmt vet status clean
 
 # build compiles every services/<name> main package into bin/<name>.
@@ -115,6 +118,13 @@ chaos:
 	@if [ -z "$(CHAOS_PKGS)" ]; then echo "test-chaos: no tests behind the chaos build tag yet"; \
 	else echo "$(GO) test -tags chaos -count=1 $(CHAOS_FLAGS) -timeout $(CHAOS_TIMEOUT) $(CHAOS_PKGS)"; \
 		$(GO) test -tags chaos -count=1 $(CHAOS_FLAGS) -timeout $(CHAOS_TIMEOUT) $(CHAOS_PKGS); fi
+
+# test-faults starts its own Redis Cluster (ports from 7200), MariaDB and RabbitMQ node, so it
+# needs the packages, not the shared engines; each run lasts SURGE_FAULTS_DURATION (60s) of sale
+# plus about 40s of drain and checks.
+FAULTS_TIMEOUT ?= 20m
+test-faults:
+	$(GO) test -tags faults -count=1 -v -timeout $(FAULTS_TIMEOUT) ./test/faults/
 
 bench: engines build
 	deploy/bench.sh

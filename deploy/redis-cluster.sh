@@ -77,7 +77,7 @@ appendfsync everysec
 # host that child competes with the nodes for CPU. Take backups with BGSAVE when wanted.
 save ""
 maxmemory $MAXMEMORY
-maxmemory-policy volatile-lru
+maxmemory-policy noeviction
 requirepass "$PASSWORD"
 masterauth "$PASSWORD"
 EOF
@@ -89,11 +89,16 @@ EOF
 	} >"$dir/redis.conf"
 }
 
-# start_node PORT starts one node from its directory unless it already answers.
+# start_node PORT starts one node from its directory unless it already answers; a node that
+# answers gets the settings a restart would give it and that are safe to change live.
 start_node() {
 	local port=$1 dir
 	dir="$(node_dir "$port")"
 	if alive "$port"; then
+		# noeviction: keys that carry a TTL (order states, idempotency records, lock leases)
+		# are as vital as stock keys; a full node must refuse writes, never evict them.
+		cli "$port" CONFIG SET maxmemory-policy noeviction >/dev/null ||
+			die "CONFIG SET maxmemory-policy on node $port failed"
 		return 0
 	fi
 	write_config "$port"

@@ -4,7 +4,7 @@
 -- KEYS[4] {sku:X}:ord:<order_id>
 -- ARGV[1] order_id        ARGV[2] qty            ARGV[3] order state TTL (s)
 -- Returns 1 committed from the reservation; 2 committed from avail (the
--- reservation was lost in a failover or released as stale); 0 already
+-- reservation was lost in a failover); 0 already
 -- committed (nothing changed); -1 stock not loaded (nothing changed).
 -- Runs even when memory is full: MySQL already sold the units, and Redis
 -- must say so.

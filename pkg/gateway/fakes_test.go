@@ -18,6 +18,10 @@ type fakeClaims struct {
 	records map[string]string
 	limited map[string]bool
 	forgot  []string
+	// refuse makes claims fail (Redis refusing writes); down makes
+	// Existing fail too (Redis unreachable).
+	refuse error
+	down   bool
 }
 
 func newFakeClaims() *fakeClaims {
@@ -31,6 +35,9 @@ func (c *fakeClaims) Claim(_ context.Context, o order.Order, key string, soldOut
 	if c.limited[o.CustomerID] {
 		return "", false, &order.RateLimitedError{RetryAfter: 1}
 	}
+	if c.refuse != nil {
+		return "", false, c.refuse
+	}
 	old, ok := c.records[id]
 	if !ok {
 		c.records[id] = map[bool]string{true: "sold-out", false: o.Fingerprint()}[soldOut]
@@ -43,6 +50,17 @@ func (c *fakeClaims) Claim(_ context.Context, o order.Order, key string, soldOut
 		return id, false, nil
 	}
 	return id, false, order.ErrIdempotencyMismatch
+}
+
+func (c *fakeClaims) Existing(_ context.Context, o order.Order, key string) (string, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id := order.IDFor(o.CustomerID, key, 0)
+	if c.down {
+		return id, false, errors.New("redis unreachable")
+	}
+	_, ok := c.records[id]
+	return id, ok, nil
 }
 
 func (c *fakeClaims) Forget(_ context.Context, id string) error {

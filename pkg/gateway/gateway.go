@@ -41,8 +41,14 @@ type Reserver interface {
 // and returns an error wrapping order.ErrRateLimited when it is empty.
 // soldOut records a new claim as answered sold out; claiming such a
 // record again returns an error wrapping order.ErrSoldOut.
+//
+// Existing reads, without claiming, whether the key names an order now,
+// and that order's id (or the one a claim would create): after a failed
+// claim it tells a new key (nothing was taken) from a retry of an order
+// that may exist.
 type Claimer interface {
 	Claim(ctx context.Context, o order.Order, key string, soldOut bool) (orderID string, first bool, err error)
+	Existing(ctx context.Context, o order.Order, key string) (orderID string, found bool, err error)
 	Forget(ctx context.Context, orderID string) error
 }
 
@@ -108,7 +114,7 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	o.ID = id
 	if err != nil {
 		s.SoldOut.Abandon(o.SKU, hint)
-		return Accepted{}, unavailableUnless(err, order.ErrIdempotencyMismatch, order.ErrRateLimited, order.ErrSoldOut)
+		return Accepted{}, s.claimFailed(ctx, o, idemKey, err)
 	}
 	if hint.SoldOut && first {
 		// Recorded as answered sold out: a retry gets this answer again.
@@ -135,6 +141,28 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	// counted by metrics, not logged.
 	s.log().Info("order accepted", "order_id", o.ID, "sku", o.SKU, "qty", o.Qty, "repeat", res.Repeat)
 	return Accepted{OrderID: o.ID, Status: order.StatusAccepted, SKU: o.SKU, Qty: o.Qty}, nil
+}
+
+// claimFailed maps a failed claim to the client's answer. A refusal (rate
+// limited, another body, a repeat of a sold-out answer) passes through.
+// When Redis failed, the request took nothing, but the key may already
+// name an order (this is a retry): that order is not "not taken". Only a
+// key with no live record is answered unavailable; otherwise, and when
+// the records cannot be read, the outcome is unknown.
+func (s *Service) claimFailed(ctx context.Context, o order.Order, key string, err error) error {
+	for _, refusal := range []error{order.ErrIdempotencyMismatch, order.ErrRateLimited, order.ErrSoldOut} {
+		if errors.Is(err, refusal) {
+			return err
+		}
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cleanupTimeout())
+	defer cancel()
+	id, found, ferr := s.Idem.Existing(cctx, o, key)
+	if ferr == nil && !found {
+		return fmt.Errorf("claim: %w: %w", order.ErrUnavailable, err)
+	}
+	o.ID = id
+	return s.unknown(o, fmt.Errorf("claim: %w", errors.Join(err, ferr)))
 }
 
 // reserveFailed maps a failed reservation to the client's answer. A Redis

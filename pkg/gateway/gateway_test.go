@@ -176,3 +176,26 @@ func TestRefusedClientDoesNotPinTheSoldOutHint(t *testing.T) {
 	}
 	t.Fatalf("the returned units were never sold while a refused client kept probing")
 }
+
+// TestClaimFailedOnARetry: when Redis refuses the claim (memory full) or
+// cannot be reached, a new key is not taken, but a key that already names
+// an order (a retry after a lost answer) cannot be called not taken: the
+// order may be accepted, so the outcome is unknown.
+func TestClaimFailedOnARetry(t *testing.T) {
+	st, claims := newFakeStock(5), newFakeClaims()
+	s := newService(st, claims, &fakeQueue{})
+	o := buy("alice", 1)
+	acc, err := s.Accept(context.Background(), o, "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims.refuse = errors.New("OOM command not allowed when used memory > 'maxmemory'")
+	if _, err := s.Accept(context.Background(), buy("bob", 1), "k1"); !errors.Is(err, order.ErrUnavailable) {
+		t.Fatalf("new key while Redis refuses writes: %v, want unavailable", err)
+	}
+	_, err = s.Accept(context.Background(), o, "k1")
+	wantUnknown(t, err, acc.OrderID)
+	claims.down = true
+	_, err = s.Accept(context.Background(), buy("carol", 1), "k1")
+	wantUnknown(t, err, order.IDFor("carol", "k1", 0))
+}

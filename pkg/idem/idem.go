@@ -97,8 +97,7 @@ func (r *Records) Claim(ctx context.Context, o order.Order, key string, soldOut 
 	if soldOut {
 		val = soldOutMark + fp
 	}
-	w := order.Window(r.now(), r.ttl)
-	ids := []string{order.IDFor(o.CustomerID, key, w-1), order.IDFor(o.CustomerID, key, w), order.IDFor(o.CustomerID, key, w+1)}
+	ids := r.windowIDs(o.CustomerID, key)
 	ks := []string{keys.CustomerRate(o.CustomerID), keys.Idem(ids[0]), keys.Idem(ids[1]), keys.Idem(ids[2])}
 	res, err := lua.Admit.Run(ctx, r.rdb, ks, r.interval, r.burst, val, r.ttl.Milliseconds(), newNonce()).Slice()
 	if err != nil {
@@ -128,6 +127,31 @@ func (r *Records) Claim(ctx context.Context, o order.Order, key string, soldOut 
 		return id, false, fmt.Errorf("order=%s was answered sold out: %w", id, order.ErrSoldOut)
 	}
 	return id, false, nil
+}
+
+// Existing tells whether the key of o.CustomerID names an order now (its
+// record lives), without claiming anything, and returns that order's id,
+// or the id a claim would create now. It reads only, so it also answers
+// when Redis refuses writes (maxmemory reached).
+func (r *Records) Existing(ctx context.Context, o order.Order, key string) (id string, found bool, err error) {
+	ids := r.windowIDs(o.CustomerID, key)
+	vals, err := r.rdb.MGet(ctx, keys.Idem(ids[0]), keys.Idem(ids[1]), keys.Idem(ids[2])).Result()
+	if err != nil {
+		return ids[1], false, fmt.Errorf("look up idempotency records customer=%s: %w", o.CustomerID, err)
+	}
+	for i, v := range vals {
+		if v != nil {
+			return ids[i], true, nil
+		}
+	}
+	return ids[1], false, nil
+}
+
+// windowIDs are the ids the key names in the windows before, at and after
+// the current one: a live record is under one of them.
+func (r *Records) windowIDs(customer, key string) [3]string {
+	w := order.Window(r.now(), r.ttl)
+	return [3]string{order.IDFor(customer, key, w-1), order.IDFor(customer, key, w), order.IDFor(customer, key, w+1)}
 }
 
 // fingerprint strips the creating call's nonce from a record.

@@ -14,6 +14,9 @@ type claimStub struct{ err error }
 func (c claimStub) Claim(context.Context, order.Order, string, bool) (string, bool, error) {
 	return "o_1", c.err == nil, c.err
 }
+func (c claimStub) Existing(context.Context, order.Order, string) (string, bool, error) {
+	return "o_1", false, nil
+}
 func (c claimStub) Forget(context.Context, string) error { return nil }
 
 func TestCustomerLimitedCountsDecisions(t *testing.T) {

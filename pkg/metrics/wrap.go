@@ -207,6 +207,7 @@ func (l Limiter) Allow(ctx context.Context, subject string) (bool, time.Duration
 // idempotency record in one call. *idem.Records implements it.
 type OrderClaimer interface {
 	Claim(ctx context.Context, o order.Order, key string, soldOut bool) (orderID string, first bool, err error)
+	Existing(ctx context.Context, o order.Order, key string) (orderID string, found bool, err error)
 	Forget(ctx context.Context, orderID string) error
 }
 
@@ -233,6 +234,11 @@ func (c CustomerLimited) Claim(ctx context.Context, o order.Order, key string, s
 	}
 	rateLimited.WithLabelValues("customer", decision).Inc()
 	return id, first, err
+}
+
+// Existing calls Next.Existing.
+func (c CustomerLimited) Existing(ctx context.Context, o order.Order, key string) (string, bool, error) {
+	return c.Next.Existing(ctx, o, key)
 }
 
 // Forget calls Next.Forget.

@@ -10,8 +10,9 @@ import (
 
 // Discard removes the named dead letters for good and records who did it.
 // Each item's detail says where its order stands in MySQL, so discarding
-// an order that was never processed is visible in the report (its
-// reservation is released by the reconciler). Ids no longer parked are
+// an order that was never processed is visible in the report. Discarding
+// does not cancel an accepted order: while its reservation is held, the
+// reconciler publishes it again (an accepted order is invoiced). Ids no longer parked are
 // reported from the audit log; ids it never saw fail the call with
 // order.ErrNotFound before anything changes. MySQL is read before the
 // queue is touched, so an audit record cannot be refused by a MySQL that
@@ -78,7 +79,8 @@ func (s *DeadLetters) orderState(ctx context.Context, id string) (string, error)
 	rec, err := s.DB.Order(ctx, id)
 	switch {
 	case errors.Is(err, order.ErrNotFound):
-		return "the order was never processed: it will not be invoiced", nil
+		return "the order was never processed: if it still holds a reservation (it was accepted), the " +
+			"reconciler publishes it again after its grace period; otherwise it will not be invoiced", nil
 	case err != nil:
 		return "", fmt.Errorf("check order %s in MySQL before discarding: %w", id, unavailable(err))
 	}

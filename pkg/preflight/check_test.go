@@ -35,7 +35,7 @@ b9f98896169710e4dde50441dfffeda71f502258 127.0.0.1:7305@17305 slave 0aa40a119ffe
 
 // localConfig is what CONFIG GET answered on those nodes.
 var localConfig = map[string]string{
-	"appendonly": "yes", "appendfsync": "everysec", "maxmemory": "268435456", "maxmemory-policy": "volatile-lru",
+	"appendonly": "yes", "appendfsync": "everysec", "maxmemory": "268435456", "maxmemory-policy": "noeviction",
 	"min-replicas-to-write": "0", "min-replicas-max-lag": "10", "maxclients": "10000",
 }
 
@@ -114,6 +114,11 @@ func TestFailuresNameTheItemAndNode(t *testing.T) {
 				s.Config["maxmemory-policy"] = "allkeys-lru"
 			}
 		}, item: ItemMaxMemory, want: "127.0.0.1:7302: maxmemory-policy allkeys-lru would evict stock keys"},
+		{name: "volatile-lru", nodes: healthyNodes, edit: func(addr string, s *redisnode.Snapshot) {
+			if addr == "127.0.0.1:7303" {
+				s.Config["maxmemory-policy"] = "volatile-lru"
+			}
+		}, item: ItemMaxMemory, want: "127.0.0.1:7303: maxmemory-policy volatile-lru would evict order states"},
 		{name: "no maxmemory", nodes: healthyNodes, edit: func(addr string, s *redisnode.Snapshot) { s.Config["maxmemory"] = "0" },
 			item: ItemMaxMemory, want: "maxmemory is not set"},
 		{name: "no AOF", nodes: healthyNodes, edit: func(addr string, s *redisnode.Snapshot) {

@@ -192,11 +192,11 @@ func checkMaxMemory(f RedisFacts) Result {
 		case maxmem == "0" || maxmem == "":
 			return "maxmemory is not set: the node grows until the kernel kills it", ""
 		case strings.HasPrefix(policy, "allkeys-"):
-			return "maxmemory-policy " + policy + " would evict stock keys (they carry no TTL)", ""
-		case policy == "noeviction":
-			return "", "maxmemory-policy noeviction refuses writes when memory is full"
-		case !strings.HasPrefix(policy, "volatile-"):
-			return "maxmemory-policy " + policy + " is not a volatile-* policy", ""
+			return "maxmemory-policy " + policy + " would evict stock keys", ""
+		case strings.HasPrefix(policy, "volatile-"):
+			return "maxmemory-policy " + policy + " would evict order states, idempotency records and lock leases (they carry a TTL)", ""
+		case policy != "noeviction":
+			return "maxmemory-policy " + policy + " is not noeviction", ""
 		}
 		used, _ := redisnode.Float(s.Info, "used_memory")
 		limit, _ := redisnode.Float(s.Info, "maxmemory")
@@ -205,8 +205,8 @@ func checkMaxMemory(f RedisFacts) Result {
 		}
 		return "", ""
 	})
-	return graded(ItemMaxMemory, fails, warns, "maxmemory set with a volatile-* policy on every node (stock keys are never evicted)",
-		"CONFIG SET maxmemory <bytes>; CONFIG SET maxmemory-policy volatile-lru; CONFIG REWRITE")
+	return graded(ItemMaxMemory, fails, warns, "maxmemory set with noeviction on every node (a full node refuses new orders, and evicts nothing)",
+		"CONFIG SET maxmemory <bytes>; CONFIG SET maxmemory-policy noeviction; CONFIG REWRITE")
 }
 
 func checkMinReplicas(f RedisFacts) Result {

@@ -1,0 +1,125 @@
+//go:build faults
+
+// Package faults is surge's randomized fault test, in the spirit of
+// Jepsen (build tag "faults"). It starts private engines (a Redis Cluster
+// on ports from 7200 up, a MariaDB and a RabbitMQ node of its own), runs
+// the real gateway and worker binaries as subprocesses, drives a flash
+// sale of a few small SKUs from many concurrent buyers while a nemesis
+// injects one fault at a time (broker memory alarm, broker connections
+// closed, worker or gateway SIGKILL, MySQL paused, a Redis master killed
+// or paused), records every request and answer, then lets the pipeline
+// drain, runs `reconciler once` and checks the history against MySQL and
+// Redis (checker_test.go lists the checks).
+//
+//	go test -tags faults -count=1 -v -timeout 20m ./test/faults/
+//
+// SURGE_FAULTS_DURATION (60s) is the length of the sale, SURGE_FAULTS_SEED
+// replays a run (the seed is printed at its start), SURGE_FAULTS_RUNS (1)
+// runs several seeds in a row, SURGE_FAULTS_KEEP=1 keeps the temporary
+// directory (logs, history.jsonl) instead of removing it.
+package faults
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// bins is the directory holding the programs built by TestMain.
+var bins string
+
+// programs are the services the test runs as subprocesses.
+var programs = []string{"gateway", "worker", "reconciler"}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "surge-faults-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "faults:", err)
+		os.Exit(1)
+	}
+	bins = dir
+	if err := buildPrograms(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "faults:", err)
+		_ = os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func buildPrograms(dir string) error {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		return err
+	}
+	for _, p := range programs {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, p), "./services/"+p)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build ./services/%s: %w\n%s", p, err, out)
+		}
+	}
+	return nil
+}
+
+// settings are the SURGE_FAULTS_ variables.
+type settings struct {
+	duration time.Duration
+	seeds    []int64
+	keep     bool
+}
+
+func readSettings(t *testing.T) settings {
+	t.Helper()
+	s := settings{duration: 60 * time.Second, keep: os.Getenv("SURGE_FAULTS_KEEP") != ""}
+	if v := os.Getenv("SURGE_FAULTS_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 10*time.Second {
+			t.Fatalf("SURGE_FAULTS_DURATION=%q: want a duration of at least 10s", v)
+		}
+		s.duration = d
+	}
+	runs := 1
+	if v := os.Getenv("SURGE_FAULTS_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("SURGE_FAULTS_RUNS=%q: want a positive integer", v)
+		}
+		runs = n
+	}
+	seed := time.Now().UnixNano() % 1_000_000_000
+	if v := os.Getenv("SURGE_FAULTS_SEED"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("SURGE_FAULTS_SEED=%q: want an integer", v)
+		}
+		seed = n
+	}
+	for i := range runs {
+		s.seeds = append(s.seeds, seed+int64(i)*7919)
+	}
+	return s
+}
+
+// TestFaults runs one sale under faults per seed, on engines shared by
+// the runs (each run has its own database, queues, SKUs and customers).
+func TestFaults(t *testing.T) {
+	st := readSettings(t)
+	eng := startEngines(t, st.keep)
+	for i, seed := range st.seeds {
+		// A run past go test's -timeout would end the binary without any
+		// cleanup, leaving the private engines running.
+		if d, ok := t.Deadline(); ok && time.Until(d) < st.duration+4*time.Minute {
+			t.Errorf("not enough time left before -timeout for seed %d and the runs after it; raise -timeout", seed)
+			return
+		}
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			runOnce(t, eng, i+1, seed, st.duration)
+		})
+	}
+}

@@ -1,0 +1,188 @@
+//go:build faults
+
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// faultKind names a fault the nemesis injects.
+type faultKind string
+
+const (
+	memAlarm    faultKind = "memory-alarm"       // broker blocks publishers
+	closeConns  faultKind = "close-connections"  // broker closes every client connection
+	killWorker  faultKind = "kill-worker"        // SIGKILL, restarted after the hold
+	killGateway faultKind = "kill-gateway"       // SIGKILL, restarted after the hold
+	pauseMySQL  faultKind = "pause-mysql"        // SIGSTOP mariadbd, SIGCONT after the hold
+	killRedis   faultKind = "kill-redis-master"  // SIGKILL a SKU's master, restart-dead after the hold
+	pauseRedis  faultKind = "pause-redis-master" // SIGSTOP a SKU's master past the node timeout
+)
+
+var faultKinds = []faultKind{memAlarm, closeConns, killWorker, killGateway, pauseMySQL, killRedis, pauseRedis}
+
+// fault is one injected fault and when it was active, since the start of
+// the sale.
+type fault struct {
+	kind       faultKind
+	target     string
+	hold       time.Duration
+	start, end time.Duration
+	err        string
+}
+
+func (f *fault) String() string {
+	s := fmt.Sprintf("%s %s +%.1fs..+%.1fs", f.kind, f.target, f.start.Seconds(), f.end.Seconds())
+	if f.err != "" {
+		s += " (" + f.err + ")"
+	}
+	return s
+}
+
+// nemesis injects one fault at a time, drawn from its seed, with a quiet
+// spell and a recovery (every gateway ready) between two.
+type nemesis struct {
+	p    *pipeline
+	h    *history
+	skus []string
+	rng  *rand.Rand
+	dur  time.Duration
+	logf func(format string, args ...any)
+
+	mu     sync.Mutex
+	faults []*fault
+}
+
+// run injects faults until ctx ends; the fault under way when it does is
+// healed before run returns.
+func (n *nemesis) run(ctx context.Context) {
+	for {
+		sleep(ctx, time.Duration(2000+n.rng.IntN(3000))*time.Millisecond)
+		if ctx.Err() != nil {
+			return
+		}
+		f, sku := n.draw()
+		n.inject(ctx, f, sku)
+		if err := n.p.waitReady(60 * time.Second); err != nil {
+			n.logf("+%.1fs not ready after %s: %v", n.h.since().Seconds(), f.kind, err)
+		}
+	}
+}
+
+// draw picks the next fault: always three draws, so a seed replays the
+// same sequence of kinds, holds and targets.
+func (n *nemesis) draw() (*fault, string) {
+	kind := faultKinds[n.rng.IntN(len(faultKinds))]
+	r := n.rng.Float64()
+	target := n.rng.IntN(1000)
+	between := func(lo, hi float64) time.Duration {
+		return time.Duration((lo + r*(hi-lo)) * float64(time.Second))
+	}
+	f := &fault{kind: kind}
+	sku := n.skus[target%len(n.skus)]
+	switch kind {
+	case memAlarm:
+		f.hold = between(3, 8)
+	case killWorker:
+		f.hold, f.target = between(1, 4), fmt.Sprintf("worker%d", target%nWorkers)
+	case killGateway:
+		f.hold, f.target = between(1, 4), fmt.Sprintf("gateway%d", target%nGateways)
+	case pauseMySQL:
+		left := n.dur - n.h.since() - time.Second
+		f.hold = min(between(5, 90), max(left, 5*time.Second))
+	case killRedis:
+		f.hold = between(2, 10)
+	case pauseRedis:
+		f.hold = between(6, 9)
+	}
+	return f, sku
+}
+
+func (n *nemesis) inject(ctx context.Context, f *fault, sku string) {
+	f.start = n.h.since()
+	n.mu.Lock()
+	n.faults = append(n.faults, f)
+	n.mu.Unlock()
+	n.logf("inject %s %s (hold %.1fs)", f.kind, f.target, f.hold.Seconds())
+	err := n.apply(ctx, f, sku)
+	f.end = n.h.since()
+	if err != nil {
+		f.err = err.Error()
+	}
+	n.logf("healed %s", f)
+}
+
+// apply breaks something, waits for the hold (cut short at the end of
+// the sale) and repairs it.
+func (n *nemesis) apply(ctx context.Context, f *fault, sku string) error {
+	eng := n.p.eng
+	switch f.kind {
+	case memAlarm:
+		err := eng.mq.setAlarm()
+		sleep(ctx, f.hold)
+		return firstErr(err, eng.mq.clearAlarm())
+	case closeConns:
+		return eng.mq.closeConnections()
+	case killWorker, killGateway:
+		pr := n.proc(f.target)
+		pr.kill()
+		sleep(ctx, f.hold)
+		return pr.start()
+	case pauseMySQL:
+		err := eng.db.pause()
+		sleep(ctx, f.hold)
+		eng.db.resume()
+		return err
+	case killRedis, pauseRedis:
+		return n.redisFault(ctx, f, sku)
+	}
+	return fmt.Errorf("unknown fault %s", f.kind)
+}
+
+func (n *nemesis) redisFault(ctx context.Context, f *fault, sku string) error {
+	c := n.p.eng.redis
+	port, err := c.masterOf(ctx, sku)
+	if err != nil {
+		return err
+	}
+	f.target = fmt.Sprintf("127.0.0.1:%d (master of %s)", port, sku)
+	sig := syscall.SIGKILL
+	if f.kind == pauseRedis {
+		sig = syscall.SIGSTOP
+	}
+	if !c.signal(port, sig) {
+		return fmt.Errorf("no process for node %d", port)
+	}
+	sleep(ctx, f.hold)
+	c.signal(port, syscall.SIGCONT)
+	return c.heal()
+}
+
+func (n *nemesis) proc(name string) *proc {
+	for _, pr := range n.p.procs() {
+		if pr.name == name {
+			return pr
+		}
+	}
+	panic("no process " + name)
+}
+
+func (n *nemesis) list() []*fault {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]*fault(nil), n.faults...)
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

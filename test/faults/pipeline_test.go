@@ -1,0 +1,214 @@
+//go:build faults
+
+package faults
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	adminToken    = "faults-admin"
+	nGateways     = 2
+	nWorkers      = 2
+	reconcileWait = 20 * time.Second // SURGE_RECONCILE_GRACE of every program
+)
+
+// pipeline is one run's gateways and workers on the private engines, with
+// the run's own database, exchange and queues, and the test's clients.
+type pipeline struct {
+	t        *testing.T
+	eng      *engines
+	dir      string
+	prefix   string // exchange and queue names start with it
+	env      []string
+	gateways []*proc
+	workers  []*proc
+	urls     []string
+	rdb      *redis.ClusterClient
+	db       *sql.DB
+}
+
+func startPipeline(t *testing.T, eng *engines, run int) *pipeline {
+	t.Helper()
+	p := &pipeline{t: t, eng: eng, dir: filepath.Join(eng.dir, fmt.Sprintf("run%d", run)),
+		prefix: fmt.Sprintf("faults%d", run)}
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dsn := eng.db.dsn(fmt.Sprintf("surge_run%d", run))
+	p.env = append(baseEnv(),
+		"SURGE_REDIS_ADDRS="+strings.Join(eng.redis.addrs(), ","), "SURGE_REDIS_PASSWORD="+eng.redis.password,
+		"SURGE_REDIS_POOL_SIZE=16", "SURGE_AMQP_URL="+eng.mq.url(),
+		"SURGE_AMQP_EXCHANGE="+p.prefix, "SURGE_AMQP_QUEUE="+p.prefix+".created",
+		"SURGE_AMQP_DEAD_QUEUE="+p.deadQueue(), "SURGE_AMQP_RETRY_DELAYS=200ms,1s,3s",
+		"SURGE_MYSQL_DSN="+dsn, "SURGE_MYSQL_MAX_CONNS=20", "SURGE_ADMIN_TOKEN="+adminToken,
+		"SURGE_WORKER_METRICS_ADDR=", "SURGE_RECONCILE_GRACE="+reconcileWait.String(),
+		"SURGE_WORKER_PREFETCH=64", "SURGE_WORKER_CONCURRENCY=16", "SURGE_LOG_LEVEL=info")
+	if out, err := p.command("gateway", "migrate").CombinedOutput(); err != nil {
+		t.Fatalf("gateway migrate: %v\n%s", err, out)
+	}
+	var err error
+	if p.db, err = sql.Open("mysql", dsn+"?parseTime=true&timeout=2s"); err != nil {
+		t.Fatal(err)
+	}
+	p.rdb = eng.redis.client()
+	t.Cleanup(p.stop)
+	for i := range nGateways {
+		p.addGateway(i)
+	}
+	for i := range nWorkers {
+		p.workers = append(p.workers, p.newProc(fmt.Sprintf("worker%d", i), "worker"))
+	}
+	for _, pr := range append(append([]*proc{}, p.gateways...), p.workers...) {
+		if err := pr.start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.waitReady(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (p *pipeline) deadQueue() string { return p.prefix + ".dead" }
+
+func (p *pipeline) addGateway(i int) {
+	port, err := freePort()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	g := p.newProc(fmt.Sprintf("gateway%d", i), "gateway")
+	g.env = append(g.env, fmt.Sprintf("SURGE_HTTP_ADDR=127.0.0.1:%d", port))
+	p.gateways = append(p.gateways, g)
+	p.urls = append(p.urls, fmt.Sprintf("http://127.0.0.1:%d", port))
+}
+
+func (p *pipeline) newProc(name, program string) *proc {
+	return &proc{name: name, bin: filepath.Join(bins, program), env: append([]string{}, p.env...),
+		log: filepath.Join(p.dir, name+".log")}
+}
+
+func (p *pipeline) command(program string, args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(bins, program), args...)
+	cmd.Env = p.env
+	return cmd
+}
+
+func (p *pipeline) procs() []*proc { return append(append([]*proc{}, p.gateways...), p.workers...) }
+
+// stop shuts the programs down and closes the test's clients; on failure
+// it prints the tail of every log first.
+func (p *pipeline) stop() {
+	for _, pr := range p.procs() {
+		pr.stop()
+	}
+	if p.t.Failed() {
+		for _, pr := range p.procs() {
+			p.t.Logf("--- last warnings and errors of %s (%s)\n%s", pr.name, pr.log, tailFile(pr.log, 12, `"level":"INFO"`))
+		}
+	}
+	_ = p.db.Close()
+	_ = p.rdb.Close()
+}
+
+// ensureRunning restarts any program that is not running.
+func (p *pipeline) ensureRunning() error {
+	for _, pr := range p.procs() {
+		if err := pr.start(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitReady waits until every gateway answers /readyz 200 (Redis,
+// RabbitMQ and MySQL reachable).
+func (p *pipeline) waitReady(timeout time.Duration) error {
+	c := &http.Client{Timeout: 3 * time.Second}
+	return waitUntil(timeout, 250*time.Millisecond, func() error {
+		for i, u := range p.urls {
+			resp, err := c.Get(u + "/readyz")
+			if err != nil {
+				return fmt.Errorf("gateway%d: %w", i, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("gateway%d /readyz: %d", i, resp.StatusCode)
+			}
+		}
+		return nil
+	})
+}
+
+// putStock sets sku's stock through gateway gw's admin API.
+func (p *pipeline) putStock(ctx context.Context, gw int, sku string, stock int) (int, error) {
+	body := fmt.Sprintf(`{"stock":%d,"name":"Fault item","price_cents":700}`, stock)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, p.urls[gw]+"/v1/admin/stock/"+sku, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := (&http.Client{Timeout: 15 * time.Second}).Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// reconcile runs `reconciler once` until it is not busy and returns its
+// exit code; the report goes to reconcile.log.
+func (p *pipeline) reconcile(label string) int {
+	f, err := os.OpenFile(filepath.Join(p.dir, "reconcile.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer f.Close()
+	code := -1
+	for try := 0; try < 5; try++ {
+		var out bytes.Buffer
+		cmd := p.command("reconciler", "once")
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		code = cmd.ProcessState.ExitCode()
+		fmt.Fprintf(f, "=== %s (try %d): exit %d %v\n%s\n", label, try+1, code, err, out.String())
+		if code != 3 {
+			break
+		}
+		time.Sleep(2 * time.Second)
+	}
+	return code
+}
+
+// drain waits until the run's work queue and retry tiers have held no
+// message, ready or unacknowledged, for three polls in a row: every
+// accepted order reached its end (or the dead-letter queue).
+func (p *pipeline) drain(timeout time.Duration) error {
+	quiet := 0
+	return waitUntil(timeout, time.Second, func() error {
+		d, err := p.eng.mq.depths()
+		if err != nil {
+			quiet = 0
+			return err
+		}
+		for q, n := range d {
+			if strings.HasPrefix(q, p.prefix+".") && q != p.deadQueue() && n > 0 {
+				quiet = 0
+				return fmt.Errorf("%s holds %d messages", q, n)
+			}
+		}
+		if quiet++; quiet < 3 {
+			return fmt.Errorf("quiet for %d polls", quiet)
+		}
+		return nil
+	})
+}
