@@ -105,6 +105,30 @@ func TestMiddlewareLabelsByRoutePattern(t *testing.T) {
 	}
 }
 
+// TestMiddlewareBoundsMethods: methods are client input; made-up ones
+// share one series instead of creating one each.
+func TestMiddlewareBoundsMethods(t *testing.T) {
+	srv := httptest.NewServer(Middleware(http.NewServeMux()))
+	defer srv.Close()
+	other := map[string]string{"route": "unmatched", "method": "other", "status": "404"}
+	before := max(sample(t, "surge_http_request_duration_seconds", other), 0)
+	for i := range 5 {
+		req, _ := http.NewRequest(fmt.Sprintf("MADEUP%d", i), srv.URL+"/x", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if n := sample(t, "surge_http_request_duration_seconds",
+			map[string]string{"route": "unmatched", "method": req.Method, "status": "404"}); n > 0 {
+			t.Fatalf("method %s became a label", req.Method)
+		}
+	}
+	if got := sample(t, "surge_http_request_duration_seconds", other); got-before != 5 {
+		t.Fatalf("\"other\" grew by %v, want 5", got-before)
+	}
+}
+
 func get(t *testing.T, url string) {
 	t.Helper()
 	resp, err := http.Get(url)

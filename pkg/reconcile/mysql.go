@@ -38,9 +38,10 @@ func (l StoreLedger) RecordRepair(ctx context.Context, sku string, found, change
 	return l.Store.RecordRepair(ctx, sku, found, changed, dryRun)
 }
 
-// Snapshot reads the product, the orders among ids and the orders invoiced
-// within lookback in one read-only REPEATABLE READ transaction, so that
-// products.sold and the orders agree with each other.
+// Snapshot reads the product, the orders among ids, the orders invoiced
+// within lookback and the count of compensated ones in one read-only
+// REPEATABLE READ transaction, so that products.sold and the orders agree
+// with each other.
 func (l StoreLedger) Snapshot(ctx context.Context, sku string, ids []string, lookback time.Duration) (Truth, error) {
 	tx, err := l.Store.DB().BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
@@ -63,6 +64,12 @@ func (l StoreLedger) Snapshot(ctx context.Context, sku string, ids []string, loo
 		sku, string(order.StatusInvoiced), lookback.Microseconds())
 	if err != nil {
 		return Truth{}, fmt.Errorf("snapshot sku=%s: read recent invoiced orders: %w", sku, err)
+	}
+	err = tx.GetContext(ctx, &t.Compensated, `SELECT COUNT(*) FROM orders
+		WHERE sku = ? AND created_at >= NOW(3) - INTERVAL ? MICROSECOND AND status = ? AND reason = ?`,
+		sku, lookback.Microseconds(), string(order.StatusRejected), order.ReasonCompensated)
+	if err != nil {
+		return Truth{}, fmt.Errorf("snapshot sku=%s: count compensated orders: %w", sku, err)
 	}
 	return t, nil
 }

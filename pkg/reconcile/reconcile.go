@@ -181,7 +181,7 @@ func (r *Reconciler) round(ctx context.Context, sku string, dryRun bool) (Change
 	}
 	p := makePlan(v, t, done, r.opts.Grace)
 	found := Found{MySQLStock: t.Stock, MySQLSold: t.Sold, Redis: v.counters,
-		Reservations: len(v.resv), Orders: p.why}
+		Reservations: len(v.resv), Orders: p.why, Compensated: t.Compensated}
 	ch, err := apply(ctx, r.rdb, sku, v, t, p, r.ttl, dryRun)
 	if err != nil {
 		return ch, found, err

@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -213,5 +214,34 @@ func TestRepublishBacksOff(t *testing.T) {
 	}
 	if s := e.state(sku, o); s.Reserved != 2 || s.Avail != 3 || s.States[o.ID] != "R2" {
 		t.Fatalf("state %+v: the order must keep its units (state R2)", s)
+	}
+}
+
+// TestReportCountsCompensations: an accepted order MySQL had no unit for
+// (Redis believed in more stock) is counted in the SKU's report.
+func TestReportCountsCompensations(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sku := e.product(1)
+	if _, err := e.st.SetStock(ctx, sku, 2, 0); err != nil { // Redis believes 2
+		t.Fatal(err)
+	}
+	o1, o2 := ord(sku, 1, 1), ord(sku, 2, 1)
+	e.reserveAt(o1, time.Now())
+	e.work(o1)
+	e.reserveAt(o2, time.Now())
+	if res := e.work(o2); res.Status != order.StatusRejected || res.Reason != order.ReasonCompensated {
+		t.Fatalf("o2 %+v, want rejected as a compensation", res)
+	}
+	rep := e.reconciler(reconcile.Options{Lookback: time.Hour}).SKU(ctx, sku, false)
+	if rep.Found == nil || rep.Found.Compensated != 1 {
+		t.Fatalf("found %+v, want one compensated order", rep.Found)
+	}
+	var b strings.Builder
+	if err := (reconcile.Report{SKUs: []reconcile.SKUReport{rep}}).Table(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "1 accepted orders rejected (sold_out_after_acceptance)") {
+		t.Fatalf("table does not show the compensation:\n%s", b.String())
 	}
 }

@@ -45,6 +45,9 @@ type Found struct {
 	Redis      Counters `json:"redis"`
 	// Reservations is the number of open reservations in Redis.
 	Reservations int `json:"reservations"`
+	// Compensated counts the accepted orders MySQL rejected within the
+	// lookback window (reason sold_out_after_acceptance).
+	Compensated int `json:"compensated,omitempty"`
 	// Orders says why each order acted upon was chosen: "invoiced"
 	// (a reservation, or a commit Redis lost, of an order MySQL invoiced),
 	// "rejected", or "no_order" (no MySQL order after the grace period:

@@ -44,6 +44,10 @@ type Truth struct {
 	// Invoiced are the orders invoiced within the lookback window: the
 	// ones whose commit a failover may have lost.
 	Invoiced []OrderFact
+	// Compensated counts the accepted orders rejected within the lookback
+	// window because MySQL had no unit for them (order.ReasonCompensated):
+	// what a failover that lost Redis writes cost buyers.
+	Compensated int
 }
 
 // OrderFact is one final order as MySQL knows it.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -48,8 +49,12 @@ func (s SKUReport) detail() string {
 	if s.Error != "" {
 		return s.Error
 	}
+	compensated := ""
+	if s.Found != nil && s.Found.Compensated > 0 {
+		compensated = fmt.Sprintf("; %d accepted orders rejected (sold_out_after_acceptance)", s.Found.Compensated)
+	}
 	if len(s.Repairs) == 0 {
-		return ""
+		return strings.TrimPrefix(compensated, "; ")
 	}
 	var committed, released, republished, unpublished int
 	for _, r := range s.Repairs {
@@ -65,5 +70,5 @@ func (s SKUReport) detail() string {
 	if unpublished > 0 {
 		d += fmt.Sprintf(", %d past grace not published (no broker?)", unpublished)
 	}
-	return d
+	return d + compensated
 }
