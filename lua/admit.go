@@ -12,3 +12,10 @@ var admitSrc string
 // Admit spends one request of a customer's budget and claims the order's
 // idempotency record in one call (pkg/idem).
 var Admit = redis.NewScript(withGCRA(admitSrc))
+
+//go:embed record.lua
+var recordSrc string
+
+// Record forgets an idempotency record, or drops its sold-out mark, while
+// the caller still holds it (pkg/idem).
+var Record = redis.NewScript(recordSrc)

@@ -1,30 +1,41 @@
 #!lua
 -- admit: one order request against its customer, on the customer's slot:
--- the customer's rate limit (gcra, lua/gcra.lua) and then the order's
+-- the customer's rate limit (gcra, lua/gcra.lua) and the order's
 -- idempotency claim, so admitting an order costs one round trip.
 -- KEYS[1]    {cust:TAG}:rl:<customer>   theoretical arrival time, microseconds
--- KEYS[2..4] {cust:TAG}:idem:<order_id> the records the request's order id
---            would have in the windows before, at and after the caller's
---            (order.IDFor, order.Window): a live record is in one of them
+-- KEYS[2..5] {cust:TAG}:idem:<order_id> the records the key would have in the
+--            idempotency windows W-2, W-1, W, W+1, W being the caller's
+--            (order.IDFor, order.Window). This master's clock decides the
+--            current window: live records are in it or the one before.
 -- ARGV[1] emission interval: microseconds between requests at the
 --         sustained rate (1e6 / rate per second)
 -- ARGV[2] burst: requests that may arrive at once; 0 turns the limit off
--- ARGV[3] what to record: the request's fingerprint, '!'-prefixed when
---         it is answered sold out
--- ARGV[4] idempotency record TTL, milliseconds
--- ARGV[5] nonce of this call: a record holding it was made by this very
---         call, whose reply was lost (go-redis retries a timed-out script)
--- Records are "<ARGV[3]>#<nonce>". Returns {0, retry_after_us} when the
--- budget is empty (nothing written); else {1, i, old}: the record is
--- KEYS[1 + i], old is false when this call created it (at KEYS[3]), or
--- the record found (left unchanged).
-local function find()
-  for i = 2, 4 do
-    local v = redis.call('GET', KEYS[i])
-    if v then return i, v end
+-- ARGV[3] the request's fingerprint
+-- ARGV[4] idempotency record TTL and window length, milliseconds
+-- ARGV[5] nonce of this call
+-- ARGV[6] W                ARGV[7] '1' to record a new claim as answered
+--                          sold out ('!' before the fingerprint)
+-- A record is "[!]<fingerprint>#<nonce of the call that made it>".
+-- Returns, with i the index (1-4) of the record's key among KEYS[2..5]:
+--   {0, retry_after_us, i or 0, record or false}  over budget, nothing written
+--   {1, i, false}   this call made the record (or go-redis is resending the
+--                   call that made it: the budget is spent once)
+--   {2, i, record}  a record exists (a retry, or another body): unchanged
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local d = math.floor(now / tonumber(ARGV[4])) - tonumber(ARGV[6])
+if d < -1 or d > 1 then
+  return redis.error_reply('ERR the gateway clock is an idempotency window or more off this master')
+end
+local cur = 4 + d
+local i, v
+for _, k in ipairs({cur - 1, cur}) do
+  v = redis.call('GET', KEYS[k])
+  if v then
+    i = k
+    break
   end
 end
-local i, v = find()
 if v and string.match(v, '#([^#]*)$') == ARGV[5] then
   return {1, i - 1, false}
 end
@@ -32,11 +43,13 @@ local burst = tonumber(ARGV[2])
 if burst > 0 then
   local wait = gcra(KEYS[1], tonumber(ARGV[1]), burst)
   if wait > 0 then
-    return {0, wait}
+    return {0, wait, i and i - 1 or 0, v or false}
   end
 end
 if v then
-  return {1, i - 1, v}
+  return {2, i - 1, v}
 end
-redis.call('SET', KEYS[3], ARGV[3] .. '#' .. ARGV[5], 'PX', ARGV[4])
-return {1, 2, false}
+local mark = ''
+if ARGV[7] == '1' then mark = '!' end
+redis.call('SET', KEYS[cur], mark .. ARGV[3] .. '#' .. ARGV[5], 'PX', ARGV[4])
+return {1, cur - 1, false}

@@ -122,11 +122,18 @@ func TestServiceUsersRunTheirScripts(t *testing.T) {
 	// The gateway claims, reserves, releases, limits and loads (admin API).
 	gs := stock.New(gw, stock.Options{})
 	o := order.Order{SKU: sku, Qty: 2, CustomerID: "c1"}
-	id, _, err := idem.New(gw, time.Minute).Limited(1, 1).Claim(ctx, o, testenv.Unique("k"), false)
+	forgotten, err := idem.New(gw, time.Minute).Claim(ctx, o, testenv.Unique("k"), false)
 	if err != nil {
 		t.Fatalf("gateway claim: %v", err)
 	}
-	o.ID = id
+	if ok, err := idem.New(gw, time.Minute).Forget(ctx, forgotten); !ok || err != nil {
+		t.Fatalf("gateway forget: %v %v", ok, err)
+	}
+	claim, err := idem.New(gw, time.Minute).Limited(1, 2).Claim(ctx, o, testenv.Unique("k"), false)
+	if err != nil {
+		t.Fatalf("gateway claim: %v", err)
+	}
+	o.ID = claim.OrderID
 	t.Cleanup(func() { admin.Del(ctx, keys.Idem(o.ID), keys.CustomerRate(o.CustomerID)) })
 	for name, c := range map[string]*cluster.Client{"gateway": gw, "reconciler": rc, "ops": ops} {
 		if _, err := idem.New(c, time.Minute).Lookup(ctx, o.ID); err != nil {

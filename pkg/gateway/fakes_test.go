@@ -11,45 +11,66 @@ import (
 )
 
 // fakeClaims keeps idempotency records in memory, as idem.Records does in
-// Redis: a record is the request's fingerprint, marked when answered sold
-// out; limited customers are refused before anything is recorded.
+// Redis: a record is the request's fingerprint, maybe marked sold out,
+// made by a nonce. Limited customers are refused before anything is
+// recorded (an unknown outcome when their key names an open order).
 type fakeClaims struct {
 	mu      sync.Mutex
-	records map[string]string
+	records map[string]fakeRecord
 	limited map[string]bool
 	forgot  []string
+	seq     int
 	// refuse makes claims fail (Redis refusing writes); down makes
 	// Existing fail too (Redis unreachable).
 	refuse error
 	down   bool
+	// during, when set, runs inside the next claim, after the record was
+	// read (a slow Redis).
+	during func()
+}
+
+type fakeRecord struct {
+	body, nonce string
+	soldOut     bool
 }
 
 func newFakeClaims() *fakeClaims {
-	return &fakeClaims{records: map[string]string{}, limited: map[string]bool{}}
+	return &fakeClaims{records: map[string]fakeRecord{}, limited: map[string]bool{}}
 }
 
-func (c *fakeClaims) Claim(_ context.Context, o order.Order, key string, soldOut bool) (string, bool, error) {
+func (c *fakeClaims) Claim(_ context.Context, o order.Order, key string, soldOut bool) (order.Claim, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	id := order.IDFor(o.CustomerID, key, 0)
+	c.seq++
+	cl := order.Claim{OrderID: order.IDFor(o.CustomerID, key, 0), Nonce: fmt.Sprint("n", c.seq)}
+	old, ok := c.records[cl.OrderID]
 	if c.limited[o.CustomerID] {
-		return "", false, &order.RateLimitedError{RetryAfter: 1}
+		if ok && old.body == o.Fingerprint() && !old.soldOut {
+			return cl, &order.UnknownOutcomeError{OrderID: cl.OrderID, Cause: errors.New("rate limited retry")}
+		}
+		return order.Claim{}, &order.RateLimitedError{RetryAfter: 1}
 	}
 	if c.refuse != nil {
-		return "", false, c.refuse
+		return order.Claim{}, c.refuse
 	}
-	old, ok := c.records[id]
-	if !ok {
-		c.records[id] = map[bool]string{true: "sold-out", false: o.Fingerprint()}[soldOut]
-		return id, true, nil
+	if c.during != nil {
+		during := c.during
+		c.during = nil
+		c.mu.Unlock()
+		during()
+		c.mu.Lock()
 	}
-	switch old {
-	case "sold-out":
-		return id, false, order.ErrSoldOut
-	case o.Fingerprint():
-		return id, false, nil
+	switch {
+	case !ok:
+		c.records[cl.OrderID] = fakeRecord{o.Fingerprint(), cl.Nonce, soldOut}
+		cl.Created = true
+		return cl, nil
+	case old.body != o.Fingerprint():
+		return cl, order.ErrIdempotencyMismatch
+	case old.soldOut:
+		return cl, order.ErrSoldOut
 	}
-	return id, false, order.ErrIdempotencyMismatch
+	return cl, nil
 }
 
 func (c *fakeClaims) Existing(_ context.Context, o order.Order, key string) (string, bool, error) {
@@ -59,16 +80,31 @@ func (c *fakeClaims) Existing(_ context.Context, o order.Order, key string) (str
 	if c.down {
 		return id, false, errors.New("redis unreachable")
 	}
-	_, ok := c.records[id]
-	return id, ok, nil
+	r, ok := c.records[id]
+	return id, ok && r.body == o.Fingerprint() && !r.soldOut, nil
 }
 
-func (c *fakeClaims) Forget(_ context.Context, id string) error {
+func (c *fakeClaims) Forget(_ context.Context, cl order.Claim) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.records, id)
-	c.forgot = append(c.forgot, id)
-	return nil
+	if r, ok := c.records[cl.OrderID]; !ok || r.nonce != cl.Nonce {
+		return false, nil
+	}
+	delete(c.records, cl.OrderID)
+	c.forgot = append(c.forgot, cl.OrderID)
+	return true, nil
+}
+
+func (c *fakeClaims) Unmark(_ context.Context, cl order.Claim) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.records[cl.OrderID]
+	if !ok || r.nonce != cl.Nonce {
+		return false, nil
+	}
+	r.soldOut = false
+	c.records[cl.OrderID] = r
+	return true, nil
 }
 
 func (c *fakeClaims) has(id string) bool {
@@ -79,9 +115,10 @@ func (c *fakeClaims) has(id string) bool {
 }
 
 // fakeStock follows lua/reserve.lua and lua/release.lua for one SKU: order
-// states A (reserved), P (repeated), S (sold out); Undo only takes back an
-// unrepeated reservation with its nonce. failReserve makes the next
-// Reserve run and then report a lost reply; failUndo makes Undo fail.
+// states A (reserved), P (repeated), S (sold out), U (undone); Undo only
+// takes back an unrepeated reservation with its nonce. failReserve makes
+// the next Reserve run and then report a lost reply; failUndo makes Undo
+// fail; afterUndo runs once after the next undo.
 type fakeStock struct {
 	mu          sync.Mutex
 	avail       int
@@ -91,6 +128,7 @@ type fakeStock struct {
 	seq         int
 	failReserve bool
 	failUndo    error
+	afterUndo   func()
 	undos       int
 }
 
@@ -99,10 +137,24 @@ func newFakeStock(avail int) *fakeStock {
 }
 
 func (s *fakeStock) Reserve(_ context.Context, o order.Order) (stock.Reservation, error) {
+	return s.run(o, true)
+}
+
+func (s *fakeStock) ReserveRetry(_ context.Context, o order.Order) (stock.Reservation, error) {
+	return s.run(o, false)
+}
+
+func (s *fakeStock) run(o order.Order, newClaim bool) (stock.Reservation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
 	nonce := fmt.Sprint(s.seq)
+	if s.state[o.ID] == "U" {
+		if !newClaim {
+			return stock.Reservation{Nonce: nonce}, stock.ErrUndone
+		}
+		delete(s.state, o.ID)
+	}
 	res, err := s.reserve(o, nonce)
 	if s.failReserve {
 		s.failReserve = false
@@ -138,7 +190,7 @@ func (s *fakeStock) Undo(_ context.Context, _, id, nonce string) (int, error) {
 		return 0, s.failUndo
 	}
 	st := s.state[id]
-	if st == "" || st == "S" {
+	if st == "" || st == "S" || st == "U" {
 		return 0, nil
 	}
 	if st != "A" || s.nonces[id] != nonce {
@@ -146,8 +198,14 @@ func (s *fakeStock) Undo(_ context.Context, _, id, nonce string) (int, error) {
 	}
 	n := s.held[id]
 	s.avail += n
-	delete(s.state, id)
+	s.state[id] = "U"
 	delete(s.held, id)
+	if after := s.afterUndo; after != nil {
+		s.afterUndo = nil
+		s.mu.Unlock()
+		after()
+		s.mu.Lock()
+	}
 	return n, nil
 }
 

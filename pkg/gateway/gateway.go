@@ -27,29 +27,37 @@ import (
 	"surge/pkg/stock"
 )
 
-// Reserver holds stock for orders. *stock.Stock implements it. Undo takes
-// back the reservation made by the Reserve call that returned nonce, and
+// Reserver holds stock for orders. *stock.Stock implements it. Reserve is
+// for a request whose claim made a new record, ReserveRetry for a retry:
+// it refuses (stock.ErrUndone) an order its first request undid. Undo
+// takes back the reservation made by the call that returned nonce, and
 // fails (stock.ErrNotYours) when the order may have been published since.
 type Reserver interface {
 	Reserve(ctx context.Context, o order.Order) (stock.Reservation, error)
+	ReserveRetry(ctx context.Context, o order.Order) (stock.Reservation, error)
 	Undo(ctx context.Context, sku, orderID, nonce string) (int, error)
 }
 
-// Claimer keeps idempotency records. *idem.Records implements it. Claim
-// names the order of (o.CustomerID, key): the one the key named while its
-// record lives, else a new one. It also spends the customer's rate budget
-// and returns an error wrapping order.ErrRateLimited when it is empty.
-// soldOut records a new claim as answered sold out; claiming such a
-// record again returns an error wrapping order.ErrSoldOut.
+// Claimer keeps idempotency records. *idem.Records implements it.
 //
-// Existing reads, without claiming, whether the key names an order now,
-// and that order's id (or the one a claim would create): after a failed
-// claim it tells a new key (nothing was taken) from a retry of an order
-// that may exist.
+// Claim names the order of (o.CustomerID, key): the order the key named
+// while its record lives, else a new one (Created). It spends the
+// customer's rate budget (an error wrapping order.ErrRateLimited when it
+// is empty, or an *order.UnknownOutcomeError when the key names an order
+// that may be taken) and refuses another body
+// (order.ErrIdempotencyMismatch) or a repeat of an order answered sold
+// out (order.ErrSoldOut). soldOut records a new claim as answered sold
+// out.
+//
+// Existing reads, without claiming, whether the key names an order that
+// may be taken, and its id (or the one a claim would create). Forget and
+// Unmark delete the record, or drop its sold-out mark, only when the claim
+// made it.
 type Claimer interface {
-	Claim(ctx context.Context, o order.Order, key string, soldOut bool) (orderID string, first bool, err error)
-	Existing(ctx context.Context, o order.Order, key string) (orderID string, found bool, err error)
-	Forget(ctx context.Context, orderID string) error
+	Claim(ctx context.Context, o order.Order, key string, soldOut bool) (order.Claim, error)
+	Existing(ctx context.Context, o order.Order, key string) (orderID string, open bool, err error)
+	Forget(ctx context.Context, c order.Claim) (bool, error)
+	Unmark(ctx context.Context, c order.Claim) (bool, error)
 }
 
 // Publisher hands an order to the queue and returns once the broker
@@ -78,6 +86,7 @@ type Service struct {
 	// CleanupTimeout bounds the undo after a failed publish, which runs
 	// even when the client went away. Default 2s.
 	CleanupTimeout time.Duration
+
 	// SoldOut, when set, answers new orders for a SKU seen sold out moments
 	// ago without the reserve script (see SoldOutHints); OnSoldOutCached,
 	// when set, is called for each such answer.
@@ -108,33 +117,35 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	if err := o.Validate(); err != nil {
 		return Accepted{}, err
 	}
-	now := s.now()
-	hint := s.SoldOut.SoldOut(o.SKU, now)
-	id, first, err := s.Idem.Claim(ctx, o, idemKey, hint.SoldOut)
-	o.ID = id
+	start := s.now()
+	hint := s.SoldOut.SoldOut(o.SKU, start)
+	c, err := s.Idem.Claim(ctx, o, idemKey, hint.SoldOut)
+	o.ID = c.OrderID
 	if err != nil {
 		s.SoldOut.Abandon(o.SKU, hint)
 		return Accepted{}, s.claimFailed(ctx, o, idemKey, err)
 	}
-	if hint.SoldOut && first {
-		// Recorded as answered sold out: a retry gets this answer again.
-		if s.OnSoldOutCached != nil {
-			s.OnSoldOutCached()
+	if hint.SoldOut && c.Created {
+		if err := s.answerSoldOut(ctx, o, c, hint); err != nil {
+			return Accepted{}, err
 		}
-		return Accepted{}, fmt.Errorf("sku %q had no unit left moments ago: %w", o.SKU, order.ErrSoldOut)
 	}
-	res, err := s.Stock.Reserve(ctx, o)
+	reserve := s.Stock.Reserve
+	if !c.Created {
+		reserve = s.Stock.ReserveRetry
+	}
+	res, err := reserve(ctx, o)
 	if !res.Repeat && (err == nil || errors.Is(err, order.ErrSoldOut)) {
-		s.SoldOut.Observe(o.SKU, res.Avail, now)
+		s.SoldOut.Observe(o.SKU, res.Avail, start)
 	} else {
 		s.SoldOut.Abandon(o.SKU, hint)
 	}
 	if err != nil {
-		return Accepted{}, s.reserveFailed(ctx, o, first, res, err)
+		return Accepted{}, s.reserveFailed(ctx, o, c, res, err)
 	}
 	o.AcceptedAtMs = s.now().UnixMilli()
 	if err := s.Queue.Publish(ctx, o); err != nil {
-		return Accepted{}, s.publishFailed(ctx, o, first, res, err)
+		return Accepted{}, s.publishFailed(ctx, o, c, res, err)
 	}
 	// One line per accepted order, carrying the id the worker and the
 	// reconciler log too; sold-out answers (the bulk of a flash sale) are
@@ -143,44 +154,86 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	return Accepted{OrderID: o.ID, Status: order.StatusAccepted, SKU: o.SKU, Qty: o.Qty}, nil
 }
 
-// claimFailed maps a failed claim to the client's answer. A refusal (rate
-// limited, another body, a repeat of a sold-out answer) passes through.
-// When Redis failed, the request took nothing, but the key may already
-// name an order (this is a retry): that order is not "not taken". Only a
-// key with no live record is answered unavailable; otherwise, and when
-// the records cannot be read, the outcome is unknown.
-func (s *Service) claimFailed(ctx context.Context, o order.Order, key string, err error) error {
-	for _, refusal := range []error{order.ErrIdempotencyMismatch, order.ErrRateLimited, order.ErrSoldOut} {
-		if errors.Is(err, refusal) {
-			return err
+// answerSoldOut answers an order claimed as sold out from the hint, when
+// the sighting is still within its window; nil means the claim outlived
+// it (a slow Redis), so the order goes to the reserve script after all,
+// its record's mark dropped first.
+func (s *Service) answerSoldOut(ctx context.Context, o order.Order, c order.Claim, hint Hint) error {
+	if s.SoldOut.Fresh(hint, s.now()) {
+		// Recorded as answered sold out: a retry gets this answer again.
+		if s.OnSoldOutCached != nil {
+			s.OnSoldOutCached()
 		}
+		return fmt.Errorf("sku %q had no unit left moments ago: %w", o.SKU, order.ErrSoldOut)
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cleanupTimeout())
 	defer cancel()
-	id, found, ferr := s.Idem.Existing(cctx, o, key)
-	if ferr == nil && !found {
-		return fmt.Errorf("claim: %w: %w", order.ErrUnavailable, err)
+	if ok, err := s.Idem.Unmark(cctx, c); !ok || err != nil {
+		// Nothing is reserved, and the record still says sold out.
+		return fmt.Errorf("order=%s: the sold-out sighting expired and its mark stayed (%v): %w", o.ID, err, order.ErrUnavailable)
+	}
+	return nil
+}
+
+// claimFailed maps a failed claim to the client's answer. A refusal (rate
+// limited, another body, a repeat of a sold-out answer) and an unknown
+// outcome (a rate-limited retry of an order that may be taken) pass
+// through.
+// When Redis failed, this request took nothing, but the key may already
+// name an order (this is a retry): that order is not "not taken". Only a
+// key with no open record is answered unavailable; otherwise, and when
+// the records cannot be read, the outcome is unknown.
+func (s *Service) claimFailed(ctx context.Context, o order.Order, key string, err error) error {
+	for _, passed := range []error{order.ErrIdempotencyMismatch, order.ErrRateLimited, order.ErrSoldOut, order.ErrOutcomeUnknown} {
+		if errors.Is(err, passed) {
+			if errors.Is(err, order.ErrOutcomeUnknown) && s.OnOutcomeUnknown != nil {
+				s.OnOutcomeUnknown()
+			}
+			return err
+		}
+	}
+	return s.Refused(ctx, o, key, fmt.Errorf("claim: %w: %w", order.ErrUnavailable, err))
+}
+
+// Refused maps a refusal decided before or at the claim (the client
+// address over its budget, Redis failing) to the client's answer: cause,
+// which says "not taken", when the key names no order that may be taken;
+// else an unknown outcome naming that order (this request is a retry of
+// it, and took nothing, but the order may be accepted).
+func (s *Service) Refused(ctx context.Context, o order.Order, key string, cause error) error {
+	if order.ValidateIdempotencyKey(key) != nil || o.Validate() != nil {
+		return cause
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cleanupTimeout())
+	defer cancel()
+	id, open, err := s.Idem.Existing(cctx, o, key)
+	if err == nil && !open {
+		return cause
 	}
 	o.ID = id
-	return s.unknown(o, fmt.Errorf("claim: %w", errors.Join(err, ferr)))
+	return s.unknown(o, errors.Join(cause, err))
 }
 
 // reserveFailed maps a failed reservation to the client's answer. A Redis
 // error may come after the script ran (a timeout), so the reservation it
 // may have made is undone before the order is called not taken.
-func (s *Service) reserveFailed(ctx context.Context, o order.Order, first bool, res stock.Reservation, err error) error {
+func (s *Service) reserveFailed(ctx context.Context, o order.Order, c order.Claim, res stock.Reservation, err error) error {
 	switch {
 	case errors.Is(err, order.ErrSoldOut):
 		return err
+	case errors.Is(err, stock.ErrUndone):
+		// The request that made the order answered it not taken while
+		// this retry was on its way: so is this one.
+		return fmt.Errorf("%w: %w", order.ErrUnavailable, err)
 	case errors.Is(err, order.ErrNotLoaded):
-		s.forget(ctx, o, first)
+		s.forget(ctx, o, c)
 		exists, cerr := s.Catalog.Exists(ctx, o.SKU)
 		if cerr == nil && !exists {
 			return fmt.Errorf("sku %q: %w", o.SKU, order.ErrUnknownSKU)
 		}
 		return fmt.Errorf("sku %q stock is not loaded: %w", o.SKU, order.ErrUnavailable)
 	}
-	return s.notTakenOrUnknown(ctx, o, first, res.Nonce, err)
+	return s.notTakenOrUnknown(ctx, o, c, res.Nonce, err)
 }
 
 // publishFailed maps a failed publish to the client's answer. When the
@@ -188,27 +241,29 @@ func (s *Service) reserveFailed(ctx context.Context, o order.Order, first bool, 
 // Otherwise the reservation this request made is undone; a repeat made
 // none, and the order it repeats may have been published by the request
 // that reserved, so its outcome is unknown to this one.
-func (s *Service) publishFailed(ctx context.Context, o order.Order, first bool, res stock.Reservation, err error) error {
+func (s *Service) publishFailed(ctx context.Context, o order.Order, c order.Claim, res stock.Reservation, err error) error {
 	s.log().Warn("publish failed", "order_id", o.ID, "sku", o.SKU, "repeat", res.Repeat, "err", err)
 	if errors.Is(err, order.ErrOutcomeUnknown) || res.Repeat {
 		return s.unknown(o, fmt.Errorf("publish: %w", err))
 	}
-	return s.notTakenOrUnknown(ctx, o, first, res.Nonce, fmt.Errorf("publish: %w", err))
+	return s.notTakenOrUnknown(ctx, o, c, res.Nonce, fmt.Errorf("publish: %w", err))
 }
 
-// notTakenOrUnknown undoes this request's reservation (nonce). When that
-// leaves the order holding nothing, the order was not taken: the
-// idempotency record is forgotten (when this request created it) and the
-// answer wraps ErrUnavailable. When the reservation is not this request's
-// to undo, or the undo failed, the answer is an unknown outcome.
-func (s *Service) notTakenOrUnknown(ctx context.Context, o order.Order, first bool, nonce string, cause error) error {
+// notTakenOrUnknown undoes this request's reservation (nonce): the order
+// then holds nothing, is marked undone, so that a retry already past its
+// claim does not take it after this answer (stock.ErrUndone), and the
+// idempotency record this request made is forgotten, so the key is free.
+// The answer then wraps ErrUnavailable. When the reservation is not this
+// request's to undo (a repeat may have published the order), or the undo
+// failed, the outcome is unknown.
+func (s *Service) notTakenOrUnknown(ctx context.Context, o order.Order, c order.Claim, nonce string, cause error) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cleanupTimeout())
 	defer cancel()
 	if _, err := s.Stock.Undo(cctx, o.SKU, o.ID, nonce); err != nil {
 		s.log().Warn("reservation kept: outcome unknown", "order_id", o.ID, "sku", o.SKU, "err", err)
 		return s.unknown(o, errors.Join(cause, err))
 	}
-	s.forget(cctx, o, first)
+	s.forget(cctx, o, c)
 	return fmt.Errorf("order=%s not taken: %w: %w", o.ID, order.ErrUnavailable, cause)
 }
 
@@ -219,13 +274,15 @@ func (s *Service) unknown(o order.Order, cause error) error {
 	return &order.UnknownOutcomeError{OrderID: o.ID, Cause: cause}
 }
 
-func (s *Service) forget(ctx context.Context, o order.Order, first bool) {
-	if !first {
+// forget deletes the record c made, if it made one. A record left behind
+// (Redis failed) only keeps the key from a new order until it expires.
+func (s *Service) forget(ctx context.Context, o order.Order, c order.Claim) {
+	if !c.Created {
 		return
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cleanupTimeout())
 	defer cancel()
-	if err := s.Idem.Forget(cctx, o.ID); err != nil {
+	if _, err := s.Idem.Forget(cctx, c); err != nil {
 		s.log().Warn("forget idempotency record", "order_id", o.ID, "err", err)
 	}
 }

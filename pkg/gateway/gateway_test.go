@@ -199,3 +199,58 @@ func TestClaimFailedOnARetry(t *testing.T) {
 	_, err = s.Accept(context.Background(), buy("carol", 1), "k1")
 	wantUnknown(t, err, order.IDFor("carol", "k1", 0))
 }
+
+// TestRetryPastItsClaimWhenTheOrderIsUndone: a retry of the same key
+// claims while the first request's publish fails; the first undoes its
+// reservation and answers not taken. The retry, whose claim found the
+// record, must not then take the order: it is not taken either. A request
+// that claims after the record was forgotten takes the order as usual.
+func TestRetryPastItsClaimWhenTheOrderIsUndone(t *testing.T) {
+	st, claims := newFakeStock(5), newFakeClaims()
+	q := &fakeQueue{errs: []error{errBrokerOut}}
+	s := newService(st, claims, q)
+	o := buy("alice", 1)
+	var retryErr error
+	st.afterUndo = func() { _, retryErr = s.Accept(context.Background(), o, "k1") }
+	_, err := s.Accept(context.Background(), o, "k1")
+	if !errors.Is(err, order.ErrUnavailable) || !errors.Is(retryErr, order.ErrUnavailable) {
+		t.Fatalf("first %v, retry %v: want both not taken", err, retryErr)
+	}
+	if st.reserved() != 0 || len(q.published) != 0 {
+		t.Fatalf("reserved %d, published %v: the retry took an order answered not taken", st.reserved(), q.published)
+	}
+	if acc, err := s.Accept(context.Background(), o, "k1"); err != nil || acc.OrderID == "" {
+		t.Fatalf("a new attempt after the answer: %+v %v, want 202", acc, err)
+	}
+}
+
+// TestSlowClaimOutlivesTheSoldOutSighting: the hint said sold out, but the
+// claim took longer than the sighting's window (a slow Redis) while units
+// came back. The answer must not be 409 from that old sighting: the mark
+// is dropped and the order reserved.
+func TestSlowClaimOutlivesTheSoldOutSighting(t *testing.T) {
+	st, claims := newFakeStock(1), newFakeClaims()
+	s := newService(st, claims, &fakeQueue{})
+	const ttl = 100 * time.Millisecond
+	s.SoldOut = &SoldOutHints{TTL: ttl}
+	now := time.Unix(1_700_000_000, 0)
+	s.Now = func() time.Time { return now }
+	ctx := context.Background()
+	if _, err := s.Accept(ctx, buy("first", 1), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Accept(ctx, buy("late", 1), "b"); !errors.Is(err, order.ErrSoldOut) {
+		t.Fatalf("after the last unit: %v, want sold out", err)
+	}
+	claims.during = func() {
+		st.restock(2)
+		now = now.Add(3 * ttl) // the claim takes 300ms
+	}
+	acc, err := s.Accept(ctx, buy("slow", 1), "c")
+	if err != nil {
+		t.Fatalf("order whose claim outlived the sighting: %v, want 202 (units were back)", err)
+	}
+	if retry, err := s.Accept(ctx, buy("slow", 1), "c"); err != nil || retry.OrderID != acc.OrderID {
+		t.Fatalf("retry: %+v %v, want 202 again, not the sold-out mark", retry, err)
+	}
+}

@@ -45,6 +45,15 @@ type Hint struct {
 	// Probe: this request holds the probe slot; its reservation's outcome
 	// goes to Observe, or Abandon when it does not reserve.
 	Probe bool
+	// Seen is when the sighting behind SoldOut was made.
+	Seen time.Time
+}
+
+// Fresh tells whether d's sighting may still answer sold out at now:
+// within 2 TTL. The request's claim comes between the decision and the
+// answer, and a slow Redis can make it last longer than that.
+func (h *SoldOutHints) Fresh(d Hint, now time.Time) bool {
+	return h != nil && d.SoldOut && now.Sub(d.Seen) < 2*h.TTL
 }
 
 // SoldOut decides whether an order for sku may be answered sold out now.
@@ -57,7 +66,7 @@ func (h *SoldOutHints) SoldOut(sku string, now time.Time) Hint {
 	fresh := ok && now.Before(e.seen.Add(h.TTL))
 	h.mu.RUnlock()
 	if !ok || fresh {
-		return Hint{SoldOut: fresh}
+		return Hint{SoldOut: fresh, Seen: seenOf(e, ok)}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -66,15 +75,22 @@ func (h *SoldOutHints) SoldOut(sku string, now time.Time) Hint {
 	}
 	switch {
 	case now.Before(e.seen.Add(h.TTL)):
-		return Hint{SoldOut: true}
+		return Hint{SoldOut: true, Seen: e.seen}
 	case !now.Before(e.seen.Add(2 * h.TTL)):
 		delete(h.hints, sku) // too old to answer from: reserve
 		return Hint{}
 	case !e.probeAt.IsZero():
-		return Hint{SoldOut: true} // a probe is on its way
+		return Hint{SoldOut: true, Seen: e.seen} // a probe is on its way
 	}
 	e.probeAt = now
 	return Hint{Probe: true}
+}
+
+func seenOf(e *hint, ok bool) time.Time {
+	if !ok {
+		return time.Time{}
+	}
+	return e.seen
 }
 
 // Observe records what a reservation of sku saw: avail units left (after

@@ -99,6 +99,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.As(err, &unknown) {
 		body.OrderID = unknown.OrderID
 		w.Header().Set("Retry-After", retryAfterUnknown)
+		if unknown.RetryAfter > 0 {
+			setRetryAfter(w, unknown.RetryAfter)
+		}
 	}
 	var rl *order.RateLimitedError
 	if errors.As(err, &rl) {

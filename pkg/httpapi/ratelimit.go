@@ -2,11 +2,14 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net"
 	"net/http"
 	"strconv"
 	"time"
+
+	"surge/pkg/order"
 )
 
 // Limiter spends one request of a subject's budget; *ratelimit.Limiter
@@ -15,25 +18,23 @@ type Limiter interface {
 	Allow(ctx context.Context, subject string) (allowed bool, retryAfter time.Duration, err error)
 }
 
-// overLimit answers 429 with Retry-After (whole seconds, at least 1) when
-// l refuses subject, and reports whether it did. A limiter that fails lets
-// the request through: Redis trouble shows up in the order path's own
-// answer, and refusing every customer would be worse.
-func (s *Server) overLimit(w http.ResponseWriter, r *http.Request, l Limiter, subject string) bool {
+// overLimit returns a *order.RateLimitedError (answered 429 with
+// Retry-After) when l refuses subject, nil otherwise. A limiter that fails
+// lets the request through: Redis trouble shows up in the order path's
+// own answer, and refusing every customer would be worse.
+func (s *Server) overLimit(r *http.Request, l Limiter, subject string) error {
 	if l == nil {
-		return false
+		return nil
 	}
 	ok, after, err := l.Allow(r.Context(), subject)
 	if err != nil {
 		s.log.Warn("rate limit unavailable, request let through", "subject", subject, "err", err)
-		return false
+		return nil
 	}
 	if ok {
-		return false
+		return nil
 	}
-	setRetryAfter(w, after)
-	s.writeError(w, r, &apiError{http.StatusTooManyRequests, "rate_limited", "too many requests; retry after the delay in Retry-After"})
-	return true
+	return fmt.Errorf("client address %s: %w", subject, &order.RateLimitedError{RetryAfter: after})
 }
 
 // setRetryAfter sets Retry-After to after in whole seconds, at least 1.

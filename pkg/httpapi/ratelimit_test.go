@@ -33,11 +33,23 @@ func (b *budget) Allow(_ context.Context, subject string) (bool, time.Duration, 
 	return true, 0, nil
 }
 
-type acceptAll struct{ n int }
+// acceptAll accepts every order; Refused answers the refusal, unless the
+// customer is in open (their key names an order that may be taken).
+type acceptAll struct {
+	n    int
+	open map[string]bool
+}
 
 func (a *acceptAll) Accept(_ context.Context, o order.Order, _ string) (gateway.Accepted, error) {
 	a.n++
 	return gateway.Accepted{OrderID: "o_1", Status: order.StatusAccepted, SKU: o.SKU, Qty: o.Qty}, nil
+}
+
+func (a *acceptAll) Refused(_ context.Context, o order.Order, _ string, cause error) error {
+	if a.open[o.CustomerID] {
+		return &order.UnknownOutcomeError{OrderID: "o_1", Cause: cause}
+	}
+	return cause
 }
 
 // limitedAcceptor refuses customers over their budget the way
@@ -97,5 +109,22 @@ func TestRateLimitPerIPAndFailOpen(t *testing.T) {
 	s2 := &Server{Orders: acc, IPLimit: &budget{err: errors.New("redis down")}}
 	if rec := postAs(t, s2.Handler(), "bob"); rec.Code != http.StatusAccepted {
 		t.Fatalf("limiter failing: %d, want the request let through (202)", rec.Code)
+	}
+}
+
+// TestIPLimitedRetryOfAnOpenOrder: a request over its address's budget
+// whose key names an order that may be taken is answered outcome_unknown
+// with the order id, not 429 ("not taken").
+func TestIPLimitedRetryOfAnOpenOrder(t *testing.T) {
+	acc := &acceptAll{open: map[string]bool{"carol": true}}
+	s := &Server{Orders: acc, IPLimit: &budget{left: map[string]int{}, after: 10 * time.Millisecond}}
+	rec := postAs(t, s.Handler(), "carol")
+	var e errorBody
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || rec.Code != http.StatusServiceUnavailable ||
+		e.Error.Code != "outcome_unknown" || e.OrderID != "o_1" {
+		t.Fatalf("limited retry of an open order: %d %s, want 503 outcome_unknown for o_1", rec.Code, rec.Body)
+	}
+	if acc.n != 0 {
+		t.Fatal("a limited request reached Accept")
 	}
 }

@@ -16,9 +16,13 @@ import (
 	"surge/pkg/order"
 )
 
-// Acceptor takes orders. *gateway.Service implements it.
+// Acceptor takes orders. *gateway.Service implements it. Refused turns a
+// refusal decided before Accept (the client address over its budget)
+// into the truthful answer: the refusal, or an unknown outcome when the
+// key already names an order that may be taken.
 type Acceptor interface {
 	Accept(ctx context.Context, o order.Order, idemKey string) (gateway.Accepted, error)
+	Refused(ctx context.Context, o order.Order, idemKey string, cause error) error
 }
 
 // StatusReader answers order status. *gateway.Tracker implements it.
@@ -117,10 +121,10 @@ func (req orderRequest) order() (order.Order, error) {
 	return order.Order{SKU: *req.SKU, Qty: *req.Qty, CustomerID: *req.CustomerID}, nil
 }
 
+// postOrder takes an order. The client address's budget is checked once
+// the body is read: a refused retry of an order that may be taken must be
+// answered as unknown, not as not taken.
 func (s *Server) postOrder(w http.ResponseWriter, r *http.Request) {
-	if s.overLimit(w, r, s.IPLimit, clientIP(r)) {
-		return
-	}
 	var req orderRequest
 	if err := decode(w, r, &req); err != nil {
 		s.writeError(w, r, err)
@@ -131,7 +135,12 @@ func (s *Server) postOrder(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	acc, err := s.Orders.Accept(r.Context(), o, r.Header.Get("Idempotency-Key"))
+	key := r.Header.Get("Idempotency-Key")
+	if limited := s.overLimit(r, s.IPLimit, clientIP(r)); limited != nil {
+		s.writeError(w, r, s.Orders.Refused(r.Context(), o, key, limited))
+		return
+	}
+	acc, err := s.Orders.Accept(r.Context(), o, key)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -65,101 +65,140 @@ func (r *Records) Limited(rate float64, burst int) *Records {
 }
 
 // soldOutMark prefixes the record of an order answered sold out without
-// a reservation (see Claim). SKUs and customer ids never contain it, nor
-// nonceMark, which separates the fingerprint from the nonce of the call
-// that created the record.
+// a reservation (see Claim); nonceMark separates the fingerprint from the
+// nonce of the call that made the record (lua/admit.lua). SKUs and
+// customer ids contain neither.
 const (
 	soldOutMark = "!"
 	nonceMark   = "#"
 )
 
 // Claim spends one request of o.CustomerID's budget (when Limited) and
-// claims the idempotency record of (o.CustomerID, key), in one call. It
-// returns the order id: the one of the window the key was first used in,
-// when its record is alive, else a new one in the current window (a key
-// reused after its record expired names a new order). first is true when
-// no record existed; a record with the same fingerprint is a retry (first
-// false, nil error); another fingerprint returns
-// order.ErrIdempotencyMismatch. An empty budget returns a
-// *order.RateLimitedError and changes nothing. o.ID is ignored.
+// claims the idempotency record of (o.CustomerID, key), in one call. The
+// claim names the order: the one of the window the key was first used in,
+// when its record lives, else a new one in the current window (a key
+// reused after its record expired names a new order). o.ID is ignored.
+//
+// Created is true when this call made the record. A record with the same
+// fingerprint is a retry (Created false, nil error); another fingerprint
+// returns order.ErrIdempotencyMismatch. An empty budget returns a
+// *order.RateLimitedError and changes nothing, unless the key names an
+// order of this body that may be taken: then the outcome is unknown (an
+// *order.UnknownOutcomeError), since "not taken" would not be true of it.
 //
 // soldOut records a new claim as answered sold out, for an order the
 // gateway refuses without running the reserve script; a later claim of
 // that record (a retry) returns order.ErrSoldOut, so the retry gets the
 // first answer again whatever the stock is by then.
 //
-// The call is safe to repeat (go-redis retries a script whose reply timed
+// The call is safe to repeat (go-redis resends a script whose reply timed
 // out): a record made by this very call is reported as made by it, and
 // the budget is spent once.
-func (r *Records) Claim(ctx context.Context, o order.Order, key string, soldOut bool) (id string, first bool, err error) {
+func (r *Records) Claim(ctx context.Context, o order.Order, key string, soldOut bool) (order.Claim, error) {
 	fp := o.Fingerprint()
-	val := fp
+	w := order.Window(r.now(), r.ttl)
+	ids := [4]string{}
+	ks := []string{keys.CustomerRate(o.CustomerID)}
+	for i := range ids {
+		ids[i] = order.IDFor(o.CustomerID, key, w-2+int64(i))
+		ks = append(ks, keys.Idem(ids[i]))
+	}
+	c := order.Claim{Nonce: newNonce()}
+	mark := "0"
 	if soldOut {
-		val = soldOutMark + fp
+		mark = "1"
 	}
-	ids := r.windowIDs(o.CustomerID, key)
-	ks := []string{keys.CustomerRate(o.CustomerID), keys.Idem(ids[0]), keys.Idem(ids[1]), keys.Idem(ids[2])}
-	res, err := lua.Admit.Run(ctx, r.rdb, ks, r.interval, r.burst, val, r.ttl.Milliseconds(), newNonce()).Slice()
+	res, err := lua.Admit.Run(ctx, r.rdb, ks, r.interval, r.burst, fp, r.ttl.Milliseconds(), c.Nonce, w, mark).Slice()
 	if err != nil {
-		return "", false, fmt.Errorf("claim idempotency record customer=%s: %w", o.CustomerID, err)
+		return c, fmt.Errorf("claim idempotency record customer=%s: %w", o.CustomerID, err)
 	}
-	if ok, _ := res[0].(int64); ok != 1 && len(res) == 2 {
-		after, _ := res[1].(int64)
-		return "", false, fmt.Errorf("customer %s: %w", o.CustomerID, &order.RateLimitedError{RetryAfter: time.Duration(after) * time.Microsecond})
+	code, i, rec, err := admitReply(res)
+	if err != nil {
+		return c, fmt.Errorf("claim idempotency record customer=%s: %w", o.CustomerID, err)
 	}
-	var i int64
-	if len(res) == 3 {
-		i, _ = res[1].(int64)
+	if code == 0 {
+		return r.refused(c, o, ids, res)
 	}
-	if i < 1 || i > 3 {
-		return "", false, fmt.Errorf("claim idempotency record customer=%s: unexpected reply %v", o.CustomerID, res)
+	c.OrderID = ids[i-1]
+	if code == 1 {
+		c.Created = true
+		return c, nil
 	}
-	id = ids[i-1]
-	old, found := res[2].(string)
-	if !found {
-		return id, true, nil
+	oldFP, wasSoldOut := strings.CutPrefix(fingerprint(rec), soldOutMark)
+	switch {
+	case oldFP != fp:
+		return c, fmt.Errorf("order=%s: %w", c.OrderID, order.ErrIdempotencyMismatch)
+	case wasSoldOut:
+		return c, fmt.Errorf("order=%s was answered sold out: %w", c.OrderID, order.ErrSoldOut)
 	}
-	oldFP, wasSoldOut := strings.CutPrefix(fingerprint(old), soldOutMark)
-	if oldFP != fp {
-		return id, false, fmt.Errorf("order=%s: %w", id, order.ErrIdempotencyMismatch)
-	}
-	if wasSoldOut {
-		return id, false, fmt.Errorf("order=%s was answered sold out: %w", id, order.ErrSoldOut)
-	}
-	return id, false, nil
+	return c, nil
 }
 
-// Existing tells whether the key of o.CustomerID names an order now (its
-// record lives), without claiming anything, and returns that order's id,
-// or the id a claim would create now. It reads only, so it also answers
-// when Redis refuses writes (maxmemory reached).
-func (r *Records) Existing(ctx context.Context, o order.Order, key string) (id string, found bool, err error) {
-	ids := r.windowIDs(o.CustomerID, key)
+// refused answers a claim over the customer's budget: not taken, unless
+// the key already names an order with this body that may be taken.
+func (r *Records) refused(c order.Claim, o order.Order, ids [4]string, res []any) (order.Claim, error) {
+	wait, _ := res[1].(int64)
+	idx, _ := res[2].(int64)
+	rec, _ := res[3].(string)
+	limited := &order.RateLimitedError{RetryAfter: time.Duration(wait) * time.Microsecond}
+	if idx < 1 || idx > 4 || rec == "" {
+		return order.Claim{}, fmt.Errorf("customer %s: %w", o.CustomerID, limited)
+	}
+	if fingerprint(rec) != o.Fingerprint() {
+		return order.Claim{}, fmt.Errorf("customer %s: %w", o.CustomerID, limited) // sold out, or another body
+	}
+	c.OrderID = ids[idx-1]
+	return c, &order.UnknownOutcomeError{OrderID: c.OrderID, RetryAfter: max(limited.RetryAfter, time.Second),
+		Cause: fmt.Errorf("retry over the customer's budget: %w", limited)}
+}
+
+// admitReply reads lua/admit.lua's reply: its code and, unless the call
+// was over budget (code 0), the record's index and the record found.
+func admitReply(res []any) (code, i int64, rec string, err error) {
+	if len(res) < 3 {
+		return 0, 0, "", fmt.Errorf("unexpected reply %v", res)
+	}
+	code, _ = res[0].(int64)
+	if code == 0 {
+		if len(res) != 4 {
+			return 0, 0, "", fmt.Errorf("unexpected reply %v", res)
+		}
+		return 0, 0, "", nil
+	}
+	i, _ = res[1].(int64)
+	rec, _ = res[2].(string)
+	if code < 1 || code > 2 || i < 1 || i > 4 {
+		return 0, 0, "", fmt.Errorf("unexpected reply %v", res)
+	}
+	return code, i, rec, nil
+}
+
+// fingerprint is a record without the nonce of the call that made it.
+func fingerprint(rec string) string {
+	if i := strings.LastIndex(rec, nonceMark); i >= 0 {
+		return rec[:i]
+	}
+	return rec
+}
+
+// Existing reads, without claiming anything, whether the key of
+// o.CustomerID names an order that may be taken (a live record of o's
+// body not marked sold out), and that order's id, or the id a claim would
+// create now. It reads only, so it also answers when Redis refuses writes
+// (maxmemory reached).
+func (r *Records) Existing(ctx context.Context, o order.Order, key string) (id string, open bool, err error) {
+	w := order.Window(r.now(), r.ttl)
+	ids := []string{order.IDFor(o.CustomerID, key, w-1), order.IDFor(o.CustomerID, key, w), order.IDFor(o.CustomerID, key, w+1)}
 	vals, err := r.rdb.MGet(ctx, keys.Idem(ids[0]), keys.Idem(ids[1]), keys.Idem(ids[2])).Result()
 	if err != nil {
 		return ids[1], false, fmt.Errorf("look up idempotency records customer=%s: %w", o.CustomerID, err)
 	}
 	for i, v := range vals {
-		if v != nil {
-			return ids[i], true, nil
+		if rec, ok := v.(string); ok {
+			return ids[i], fingerprint(rec) == o.Fingerprint(), nil
 		}
 	}
 	return ids[1], false, nil
-}
-
-// windowIDs are the ids the key names in the windows before, at and after
-// the current one: a live record is under one of them.
-func (r *Records) windowIDs(customer, key string) [3]string {
-	w := order.Window(r.now(), r.ttl)
-	return [3]string{order.IDFor(customer, key, w-1), order.IDFor(customer, key, w), order.IDFor(customer, key, w+1)}
-}
-
-// fingerprint strips the creating call's nonce from a record.
-func fingerprint(record string) string {
-	if i := strings.LastIndex(record, nonceMark); i >= 0 {
-		return record[:i]
-	}
-	return record
 }
 
 // newNonce returns 8 random hex characters: enough to tell one call from
@@ -168,13 +207,26 @@ func newNonce() string {
 	return strconv.FormatUint(uint64(rand.Uint32())|1<<32, 16)[1:]
 }
 
-// Forget deletes the record of an order that was never accepted (its
-// publish failed), so the key is free again.
-func (r *Records) Forget(ctx context.Context, orderID string) error {
-	if err := r.rdb.Del(ctx, keys.Idem(orderID)).Err(); err != nil {
-		return fmt.Errorf("forget idempotency record order=%s: %w", orderID, err)
+// Forget deletes the record c made, for an order that was certainly not
+// taken, so the key is free again. It reports false, changing nothing,
+// when the record is gone or another call made it.
+func (r *Records) Forget(ctx context.Context, c order.Claim) (bool, error) {
+	return r.change(ctx, c, "forget")
+}
+
+// Unmark drops the sold-out mark of the record c made: the request that
+// made it will not answer sold out after all. False when c did not make
+// the record.
+func (r *Records) Unmark(ctx context.Context, c order.Claim) (bool, error) {
+	return r.change(ctx, c, "unmark")
+}
+
+func (r *Records) change(ctx context.Context, c order.Claim, op string) (bool, error) {
+	n, err := lua.Record.Run(ctx, r.rdb, []string{keys.Idem(c.OrderID)}, c.Nonce, op).Int64()
+	if err != nil {
+		return false, fmt.Errorf("%s idempotency record order=%s: %w", op, c.OrderID, err)
 	}
-	return nil
+	return n == 1, nil
 }
 
 // Lookup returns the order recorded under id, or order.ErrNotFound.

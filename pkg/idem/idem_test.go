@@ -44,17 +44,21 @@ func TestClaimRetryMismatchLookupForget(t *testing.T) {
 	r := idem.New(rdb, time.Minute)
 	o := buy(customer(t, rdb, time.Minute, "k1"), 2)
 
-	id, first, err := r.Claim(ctx, o, "k1", false)
-	if err != nil || !first || order.ValidateID(id) != nil {
-		t.Fatalf("first claim: %q first=%v err=%v, want a new order", id, first, err)
+	c, err := r.Claim(ctx, o, "k1", false)
+	id := c.OrderID
+	if err != nil || !c.Created || order.ValidateID(id) != nil {
+		t.Fatalf("first claim: %+v err=%v, want a new order", c, err)
 	}
-	again, first, err := r.Claim(ctx, o, "k1", false)
-	if err != nil || first || again != id {
-		t.Fatalf("retry: %q first=%v err=%v, want %q, not first", again, first, err, id)
+	again, err := r.Claim(ctx, o, "k1", false)
+	if err != nil || again.Created || again.OrderID != id {
+		t.Fatalf("retry: %+v err=%v, want %q, not created", again, err, id)
+	}
+	if ok, err := r.Forget(ctx, again); ok || err != nil {
+		t.Fatalf("forget by a retry: %v %v, want refused (it did not make the record)", ok, err)
 	}
 	other := o
 	other.Qty = 3
-	if _, _, err := r.Claim(ctx, other, "k1", false); !errors.Is(err, order.ErrIdempotencyMismatch) {
+	if _, err := r.Claim(ctx, other, "k1", false); !errors.Is(err, order.ErrIdempotencyMismatch) {
 		t.Fatalf("other body: %v, want ErrIdempotencyMismatch", err)
 	}
 	o.ID = id
@@ -66,8 +70,8 @@ func TestClaimRetryMismatchLookupForget(t *testing.T) {
 	if err != nil || ttl <= 0 || ttl > time.Minute {
 		t.Fatalf("record ttl %v (err %v), want (0, 1m]", ttl, err)
 	}
-	if err := r.Forget(ctx, id); err != nil {
-		t.Fatal(err)
+	if ok, err := r.Forget(ctx, c); !ok || err != nil {
+		t.Fatalf("forget by the claim that made it: %v %v", ok, err)
 	}
 	if _, err := r.Lookup(ctx, id); !errors.Is(err, order.ErrNotFound) {
 		t.Fatalf("lookup after forget: %v, want ErrNotFound", err)
@@ -76,32 +80,27 @@ func TestClaimRetryMismatchLookupForget(t *testing.T) {
 
 // TestKeyReusedAfterItsRecordExpired: the same key, once its record is
 // gone, names a new order (its window is later), not the order the key
-// named before, which MySQL may hold; within its life the record is found
-// from the neighbouring windows too, so a retry across a window's end
-// names the same order.
+// named before, which MySQL may hold; while the record lives a retry names
+// the same order, across a window's end too.
 func TestKeyReusedAfterItsRecordExpired(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
-	const ttl = time.Hour
-	now := time.Now()
-	r := idem.New(rdb, ttl).WithClock(func() time.Time { return now })
+	const ttl = time.Second
+	r := idem.New(rdb, ttl)
 	o := buy(customer(t, rdb, ttl, "k1"), 1)
-	first, _, err := r.Claim(ctx, o, "k1", false)
+	c, err := r.Claim(ctx, o, "k1", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	now = now.Add(ttl - time.Second) // the next window, the record alive
-	if id, created, err := r.Claim(ctx, o, "k1", false); err != nil || created || id != first {
-		t.Fatalf("retry in the next window: %q created=%v %v, want %q", id, created, err, first)
+	time.Sleep(ttl / 2) // the window may end meanwhile; the record lives
+	again, err := r.Claim(ctx, o, "k1", false)
+	if err != nil || again.Created || again.OrderID != c.OrderID {
+		t.Fatalf("retry: %+v %v, want %q", again, err, c.OrderID)
 	}
-	if err := rdb.Del(ctx, keys.Idem(first)).Err(); err != nil { // the record expires
-		t.Fatal(err)
-	}
-	now = now.Add(2 * time.Second)
-	reused := buy(o.CustomerID, 2)
-	id, created, err := r.Claim(ctx, reused, "k1", false)
-	if err != nil || !created || id == first {
-		t.Fatalf("key reused after expiry: %q created=%v %v, want a new order, not %q", id, created, err, first)
+	time.Sleep(ttl + 100*time.Millisecond) // the record expires
+	fresh, err := r.Claim(ctx, buy(o.CustomerID, 2), "k1", false)
+	if err != nil || !fresh.Created || fresh.OrderID == c.OrderID {
+		t.Fatalf("key reused after expiry: %+v %v, want a new order, not %q", fresh, err, c.OrderID)
 	}
 }
 
@@ -115,8 +114,8 @@ func TestClaimRepeatedByTheClient(t *testing.T) {
 	twice := &doubler{ClusterClient: rdb}
 	r := idem.New(twice, time.Minute).Limited(0.01, 1) // one request, no refill
 	o := buy(customer(t, rdb, time.Minute, "k1"), 1)
-	if _, first, err := r.Claim(ctx, o, "k1", false); err != nil || !first {
-		t.Fatalf("claim run twice: first=%v err=%v, want the record made by this claim", first, err)
+	if c, err := r.Claim(ctx, o, "k1", false); err != nil || !c.Created {
+		t.Fatalf("claim run twice: %+v err=%v, want the record made by this claim", c, err)
 	}
 }
 
@@ -134,11 +133,11 @@ func TestLimitedRefusesPastBurstWithoutClaiming(t *testing.T) {
 	r := idem.New(rdb, time.Minute).Limited(0.01, 2) // no refill during the test
 	c := customer(t, rdb, time.Minute, "k1", "k2", "k3")
 	for _, k := range []string{"k1", "k2"} {
-		if _, first, err := r.Claim(ctx, buy(c, 1), k, false); err != nil || !first {
-			t.Fatalf("claim within the burst: first=%v err=%v", first, err)
+		if cl, err := r.Claim(ctx, buy(c, 1), k, false); err != nil || !cl.Created {
+			t.Fatalf("claim within the burst: %+v err=%v", cl, err)
 		}
 	}
-	_, _, err := r.Claim(ctx, buy(c, 1), "k3", false)
+	_, err := r.Claim(ctx, buy(c, 1), "k3", false)
 	var rl *order.RateLimitedError
 	if !errors.Is(err, order.ErrRateLimited) || !errors.As(err, &rl) || rl.RetryAfter <= 0 || rl.RetryAfter > 100*time.Second {
 		t.Fatalf("past the burst: %v, want a RateLimitedError with retry in (0, 100s]", err)
@@ -151,11 +150,11 @@ func TestLimitedRefusesPastBurstWithoutClaiming(t *testing.T) {
 	if err != nil || ttl <= 0 {
 		t.Fatalf("budget key ttl %v (err %v): idle customers would stay in memory", ttl, err)
 	}
-	if _, _, err := idem.New(rdb, time.Minute).Claim(ctx, buy(c, 1), "k3", false); err != nil {
+	if _, err := idem.New(rdb, time.Minute).Claim(ctx, buy(c, 1), "k3", false); err != nil {
 		t.Fatalf("unlimited records claim: %v", err)
 	}
 	fresh := customer(t, rdb, time.Minute, "k1")
-	if _, _, err := r.Claim(ctx, buy(fresh, 1), "k1", false); err != nil {
+	if _, err := r.Claim(ctx, buy(fresh, 1), "k1", false); err != nil {
 		t.Fatalf("another customer refused (%v): budgets are per customer", err)
 	}
 }
@@ -183,20 +182,21 @@ func TestClaimAnsweredSoldOut(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	r := idem.New(rdb, time.Minute)
-	o := buy(customer(t, rdb, time.Minute, "k1", "k2"), 1)
+	o := buy(customer(t, rdb, time.Minute, "k1", "k2", "k3"), 1)
 
-	id, first, err := r.Claim(ctx, o, "k1", true)
-	if err != nil || !first {
-		t.Fatalf("first claim: first=%v err=%v, want true", first, err)
+	c, err := r.Claim(ctx, o, "k1", true)
+	id := c.OrderID
+	if err != nil || !c.Created {
+		t.Fatalf("first claim: %+v err=%v, want created", c, err)
 	}
 	for _, soldOut := range []bool{false, true} {
-		if _, first, err := r.Claim(ctx, o, "k1", soldOut); first || !errors.Is(err, order.ErrSoldOut) {
-			t.Fatalf("retry (soldOut=%v): first=%v err=%v, want ErrSoldOut", soldOut, first, err)
+		if _, err := r.Claim(ctx, o, "k1", soldOut); !errors.Is(err, order.ErrSoldOut) {
+			t.Fatalf("retry (soldOut=%v): %v, want ErrSoldOut", soldOut, err)
 		}
 	}
 	other := o
 	other.SKU = "sku-2"
-	if _, _, err := r.Claim(ctx, other, "k1", false); !errors.Is(err, order.ErrIdempotencyMismatch) {
+	if _, err := r.Claim(ctx, other, "k1", false); !errors.Is(err, order.ErrIdempotencyMismatch) {
 		t.Fatalf("other body: %v, want ErrIdempotencyMismatch", err)
 	}
 	want := o
@@ -206,10 +206,75 @@ func TestClaimAnsweredSoldOut(t *testing.T) {
 	}
 
 	// A record made without the mark stays a plain retry.
-	if _, _, err := r.Claim(ctx, o, "k2", false); err != nil {
+	if _, err := r.Claim(ctx, o, "k2", false); err != nil {
 		t.Fatal(err)
 	}
-	if _, first, err := r.Claim(ctx, o, "k2", true); first || err != nil {
-		t.Fatalf("retry of an unmarked record: first=%v err=%v, want false, nil", first, err)
+	if c, err := r.Claim(ctx, o, "k2", true); c.Created || err != nil {
+		t.Fatalf("retry of an unmarked record: %+v err=%v, want a retry", c, err)
+	}
+	// Unmark: the claim that marked it may take the mark back while it
+	// holds the record; the retry then finds an open order.
+	marked, err := r.Claim(ctx, o, "k3", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := r.Unmark(ctx, marked); !ok || err != nil {
+		t.Fatalf("unmark: %v %v", ok, err)
+	}
+	if c, err := r.Claim(ctx, o, "k3", false); err != nil || c.OrderID != marked.OrderID {
+		t.Fatalf("retry after unmark: %+v %v, want a retry of the open order", c, err)
+	}
+}
+
+// TestRateLimitedRetryOfAnOpenOrder: a retry over the customer's budget is
+// not "not taken" when its key names an order that may be accepted: the
+// outcome is unknown. A new key, or a key answered sold out, stays 429.
+func TestRateLimitedRetryOfAnOpenOrder(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	r := idem.New(rdb, time.Minute).Limited(0.01, 2) // two requests, no refill
+	c := customer(t, rdb, time.Minute, "open", "sold", "new")
+	open, err := r.Claim(ctx, buy(c, 1), "open", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Claim(ctx, buy(c, 1), "sold", true); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Claim(ctx, buy(c, 1), "open", false)
+	var u *order.UnknownOutcomeError
+	if !errors.As(err, &u) || u.OrderID != open.OrderID {
+		t.Fatalf("retry of an open order over the budget: %v, want an unknown outcome for %s", err, open.OrderID)
+	}
+	for _, k := range []string{"sold", "new"} {
+		if _, err := r.Claim(ctx, buy(c, 1), k, false); !errors.Is(err, order.ErrRateLimited) {
+			t.Fatalf("key %s over the budget: %v, want rate limited", k, err)
+		}
+	}
+}
+
+// TestWindowsFollowTheRedisClock: two gateways whose clocks differ by
+// 300ms. One claims a key 750ms into a second (its clock already in the
+// next 1s window); after the record expires, the other reuses the key. The
+// windows follow the master's clock, so the reuse names a new order, not
+// the one MySQL may hold.
+func TestWindowsFollowTheRedisClock(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	const ttl = time.Second
+	ahead := idem.New(rdb, ttl).WithClock(func() time.Time { return time.Now().Add(300 * time.Millisecond) })
+	exact := idem.New(rdb, ttl)
+	o := buy(customer(t, rdb, ttl, "k1"), 1)
+	for time.Now().UnixMilli()%1000 != 750 {
+		time.Sleep(200 * time.Microsecond)
+	}
+	first, err := ahead.Claim(ctx, o, "k1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ttl + 50*time.Millisecond) // the record expires
+	again, err := exact.Claim(ctx, o, "k1", false)
+	if err != nil || !again.Created || again.OrderID == first.OrderID {
+		t.Fatalf("key reused after expiry: %+v %v, want a new order, not %s", again, err, first.OrderID)
 	}
 }

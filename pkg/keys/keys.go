@@ -20,7 +20,8 @@ func Stock(sku string) string { return "{sku:" + sku + "}:stock" }
 
 // OrderState is the per-order outcome on the SKU's slot: A (reserved),
 // P (reserved, and repeated by another request, which may have published
-// it), Rn (published again by the reconciler, n times), S (sold out at the
+// it), Rn (published again by the reconciler, n times), U (undone by its
+// first request, answered not taken; for a minute), S (sold out at the
 // gateway), C (committed), X (rejected, released). It makes the reserve,
 // commit and release scripts idempotent per order id, and expires with the
 // idempotency window.

@@ -11,13 +11,14 @@ import (
 
 type claimStub struct{ err error }
 
-func (c claimStub) Claim(context.Context, order.Order, string, bool) (string, bool, error) {
-	return "o_1", c.err == nil, c.err
+func (c claimStub) Claim(context.Context, order.Order, string, bool) (order.Claim, error) {
+	return order.Claim{OrderID: "o_1", Created: c.err == nil}, c.err
 }
 func (c claimStub) Existing(context.Context, order.Order, string) (string, bool, error) {
 	return "o_1", false, nil
 }
-func (c claimStub) Forget(context.Context, string) error { return nil }
+func (c claimStub) Forget(context.Context, order.Claim) (bool, error) { return true, nil }
+func (c claimStub) Unmark(context.Context, order.Claim) (bool, error) { return true, nil }
 
 func TestCustomerLimitedCountsDecisions(t *testing.T) {
 	cases := []struct {
@@ -33,7 +34,7 @@ func TestCustomerLimitedCountsDecisions(t *testing.T) {
 	for _, c := range cases {
 		labels := map[string]string{"scope": "customer", "decision": c.want}
 		before := sample(t, "surge_rate_limit_decisions_total", labels)
-		_, _, err := CustomerLimited{Next: claimStub{c.err}}.Claim(context.Background(), order.Order{}, "k", false)
+		_, err := CustomerLimited{Next: claimStub{c.err}}.Claim(context.Background(), order.Order{}, "k", false)
 		if !errors.Is(err, c.err) {
 			t.Errorf("decision %s: error %v, want %v passed through", c.want, err, c.err)
 		}

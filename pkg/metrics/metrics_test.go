@@ -149,6 +149,10 @@ func (s reserveStub) Reserve(context.Context, order.Order) (stock.Reservation, e
 	return s.res, s.err
 }
 
+func (s reserveStub) ReserveRetry(context.Context, order.Order) (stock.Reservation, error) {
+	return s.res, s.err
+}
+
 func (s reserveStub) Undo(context.Context, string, string, string) (int, error) {
 	return 0, s.err
 }

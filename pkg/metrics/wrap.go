@@ -33,6 +33,7 @@ func OutcomeUnknown() { outcomeUnknown.Inc() }
 // implements it.
 type StockReserver interface {
 	Reserve(ctx context.Context, o order.Order) (stock.Reservation, error)
+	ReserveRetry(ctx context.Context, o order.Order) (stock.Reservation, error)
 	Undo(ctx context.Context, sku, orderID, nonce string) (int, error)
 }
 
@@ -45,6 +46,13 @@ var _ StockReserver = Reserver{}
 // Reserve calls Next.Reserve and counts its outcome.
 func (r Reserver) Reserve(ctx context.Context, o order.Order) (stock.Reservation, error) {
 	res, err := r.Next.Reserve(ctx, o)
+	reservations.WithLabelValues(reservationOutcome(res, err)).Inc()
+	return res, err
+}
+
+// ReserveRetry calls Next.ReserveRetry and counts its outcome.
+func (r Reserver) ReserveRetry(ctx context.Context, o order.Order) (stock.Reservation, error) {
+	res, err := r.Next.ReserveRetry(ctx, o)
 	reservations.WithLabelValues(reservationOutcome(res, err)).Inc()
 	return res, err
 }
@@ -206,9 +214,10 @@ func (l Limiter) Allow(ctx context.Context, subject string) (bool, time.Duration
 // OrderClaimer spends a customer's budget and claims an order's
 // idempotency record in one call. *idem.Records implements it.
 type OrderClaimer interface {
-	Claim(ctx context.Context, o order.Order, key string, soldOut bool) (orderID string, first bool, err error)
-	Existing(ctx context.Context, o order.Order, key string) (orderID string, found bool, err error)
-	Forget(ctx context.Context, orderID string) error
+	Claim(ctx context.Context, o order.Order, key string, soldOut bool) (order.Claim, error)
+	Existing(ctx context.Context, o order.Order, key string) (orderID string, open bool, err error)
+	Forget(ctx context.Context, c order.Claim) (bool, error)
+	Unmark(ctx context.Context, c order.Claim) (bool, error)
 }
 
 // CustomerLimited counts the customer rate-limit decisions Next makes
@@ -223,17 +232,18 @@ var _ OrderClaimer = CustomerLimited{}
 // it refused with order.ErrRateLimited, error when Redis failed, allowed
 // otherwise (a reused key with another body, or a retry of an order
 // answered sold out, passed the limit).
-func (c CustomerLimited) Claim(ctx context.Context, o order.Order, key string, soldOut bool) (string, bool, error) {
-	id, first, err := c.Next.Claim(ctx, o, key, soldOut)
+func (c CustomerLimited) Claim(ctx context.Context, o order.Order, key string, soldOut bool) (order.Claim, error) {
+	claim, err := c.Next.Claim(ctx, o, key, soldOut)
 	decision := "allowed"
 	switch {
 	case errors.Is(err, order.ErrRateLimited):
 		decision = "limited"
-	case err != nil && !errors.Is(err, order.ErrIdempotencyMismatch) && !errors.Is(err, order.ErrSoldOut):
+	case err != nil && !errors.Is(err, order.ErrIdempotencyMismatch) && !errors.Is(err, order.ErrSoldOut) &&
+		!errors.Is(err, order.ErrOutcomeUnknown):
 		decision = "error"
 	}
 	rateLimited.WithLabelValues("customer", decision).Inc()
-	return id, first, err
+	return claim, err
 }
 
 // Existing calls Next.Existing.
@@ -242,6 +252,11 @@ func (c CustomerLimited) Existing(ctx context.Context, o order.Order, key string
 }
 
 // Forget calls Next.Forget.
-func (c CustomerLimited) Forget(ctx context.Context, orderID string) error {
-	return c.Next.Forget(ctx, orderID)
+func (c CustomerLimited) Forget(ctx context.Context, claim order.Claim) (bool, error) {
+	return c.Next.Forget(ctx, claim)
+}
+
+// Unmark calls Next.Unmark.
+func (c CustomerLimited) Unmark(ctx context.Context, claim order.Claim) (bool, error) {
+	return c.Next.Unmark(ctx, claim)
 }

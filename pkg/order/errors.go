@@ -54,6 +54,9 @@ type UnknownOutcomeError struct {
 	// that failed for certain after a repeat), and this order's answer is
 	// not that.
 	Cause error
+	// RetryAfter, when set, is when a retry is worth it (another request
+	// for the order is still in progress until then).
+	RetryAfter time.Duration
 }
 
 func (e *UnknownOutcomeError) Error() string {

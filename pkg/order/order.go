@@ -180,3 +180,15 @@ func ValidateID(id string) error {
 func (o Order) Fingerprint() string {
 	return fmt.Sprintf("%s|%d|%s", o.SKU, o.Qty, o.CustomerID)
 }
+
+// Claim is the idempotency record a request holds for its order.
+type Claim struct {
+	// OrderID is the order the request's key names.
+	OrderID string
+	// Created is true when this request made the record (a new order);
+	// false for a retry. Only the request that made it may take the
+	// record back, when its order was certainly not taken.
+	Created bool
+	// Nonce identifies the request in the record.
+	Nonce string
+}

@@ -146,14 +146,11 @@ func (p *Publisher) publish(ctx context.Context, exchange, routingKey string, ms
 	}
 	key := returnKey{msg.MessageId, exchange, routingKey}
 	o := cc.expect(key)
-	// A publish the library refuses (closed channel or connection, ctx
-	// already done, a failed socket write) leaves no whole message with
-	// the broker: it only routes a message whose frames all arrived.
 	dc, err := cc.ch.PublishWithDeferredConfirmWithContext(ctx, exchange, routingKey, true, false, msg)
 	p.slots <- cc
 	if err != nil {
 		cc.forget(key, o)
-		return unavailable(err)
+		return writeFailed(err)
 	}
 	return p.awaitConfirm(ctx, cc, dc, key, o)
 }
@@ -182,6 +179,19 @@ func (p *Publisher) awaitConfirm(ctx context.Context, cc *confirmChannel,
 		return unavailable(fmt.Errorf("%w: %s", ErrReturned, why))
 	}
 	return nil
+}
+
+// writeFailed classifies a publish the library refused. Refused before
+// anything was written (the channel or connection already closed, ctx
+// already done), the message is in no queue. A failed socket write is
+// unknown: the library writes a message's frames into the connection's
+// shared buffer, and another channel's flush may have sent them whole
+// before the connection failed.
+func writeFailed(err error) error {
+	if errors.Is(err, amqp.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return unavailable(err)
+	}
+	return unknown(fmt.Errorf("write: %w", err))
 }
 
 // unavailable marks a publish failure after which the message is in no

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -253,5 +254,24 @@ func TestPublishJSONBody(t *testing.T) {
 	if d.ContentType != ContentTypeJSON || d.DeliveryMode != amqp.Persistent || d.MessageId != o.ID {
 		t.Errorf("properties: content type %q, delivery mode %d, message id %q",
 			d.ContentType, d.DeliveryMode, d.MessageId)
+	}
+}
+
+// TestWriteFailureClassified: a publish refused before it was written is
+// certainly in no queue; a failed socket write may have sent the message
+// whole (the connection's buffer is shared), so its outcome is unknown.
+func TestWriteFailureClassified(t *testing.T) {
+	for _, c := range []struct {
+		err     error
+		unknown bool
+	}{
+		{amqp.ErrClosed, false},
+		{context.Canceled, false},
+		{&net.OpError{Op: "write", Err: syscall.ECONNRESET}, true},
+	} {
+		err := writeFailed(c.err)
+		if errors.Is(err, order.ErrOutcomeUnknown) != c.unknown || errors.Is(err, order.ErrUnavailable) == c.unknown {
+			t.Errorf("%v classified as %v", c.err, err)
+		}
 	}
 }

@@ -45,6 +45,10 @@ type Options struct {
 	WaitReplicas int
 	// WaitTimeout bounds that wait. Default 50ms.
 	WaitTimeout time.Duration
+	// UndoneTTL is how long an order undone by its first request (Undo)
+	// stays closed to retries that claimed before that request forgot its
+	// idempotency record. Default 60s.
+	UndoneTTL time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -55,19 +59,29 @@ func (o *Options) setDefaults() {
 	if o.WaitTimeout <= 0 {
 		o.WaitTimeout = 50 * time.Millisecond
 	}
+	if o.UndoneTTL < time.Second {
+		o.UndoneTTL = time.Minute
+	}
 }
 
 // Stock runs the stock scripts against Redis Cluster.
 type Stock struct {
-	rdb  Client
-	ttl  string
-	opts Options
+	rdb    Client
+	ttl    string
+	undone string
+	opts   Options
 }
 
 // New returns a Stock on rdb.
 func New(rdb Client, opts Options) *Stock {
 	opts.setDefaults()
-	return &Stock{rdb: rdb, opts: opts, ttl: strconv.FormatInt(int64(opts.StateTTL/time.Second), 10)}
+	return &Stock{rdb: rdb, opts: opts, ttl: seconds(opts.StateTTL), undone: seconds(opts.UndoneTTL)}
+}
+
+// seconds spells d in whole seconds, rounded up: a state must never
+// expire before the record it goes with.
+func seconds(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
 }
 
 // LoadScripts loads every script on every master so that the hot path
@@ -99,16 +113,33 @@ type Reservation struct {
 }
 
 // Reserve moves o.Qty units of o.SKU from avail into a reservation held by
-// o.ID. It returns order.ErrSoldOut (possibly with Repeat set) when fewer
+// o.ID, for a request whose idempotency claim made a new record (use
+// ReserveRetry for a retry of an existing one). It returns order.ErrSoldOut (possibly with Repeat set) when fewer
 // units are available, order.ErrNotLoaded when the SKU's stock is not in
 // Redis, and a wrapped Redis error otherwise, after which the script may
 // have reserved anyway (a reply lost to a timeout; replicas that did not
 // acknowledge in time under Options.WaitReplicas): Undo with the returned
 // nonce takes such a reservation back.
 func (s *Stock) Reserve(ctx context.Context, o order.Order) (Reservation, error) {
+	return s.reserve(ctx, o, "1")
+}
+
+// ReserveRetry is Reserve for a retry, whose idempotency record existed: it
+// does not reserve an order its first request undid as not taken (Undo),
+// and returns ErrUndone instead.
+func (s *Stock) ReserveRetry(ctx context.Context, o order.Order) (Reservation, error) {
+	return s.reserve(ctx, o, "0")
+}
+
+// ErrUndone is ReserveRetry's answer for an order its first request undid
+// (its publish certainly failed) while the retry was on its way: the
+// order was not taken, and the retry does not take it.
+var ErrUndone = errors.New("order undone by its first request")
+
+func (s *Stock) reserve(ctx context.Context, o order.Order, newClaim string) (Reservation, error) {
 	nonce := newNonce()
 	ks := []string{keys.Avail(o.SKU), keys.Resv(o.SKU), keys.OrderState(o.SKU, o.ID)}
-	res, err := s.runReserve(ctx, ks, o.ID, o.Qty, nonce, o.CustomerID, s.ttl)
+	res, err := s.runReserve(ctx, ks, o.ID, o.Qty, nonce, o.CustomerID, s.ttl, newClaim)
 	if err != nil {
 		return Reservation{Nonce: nonce}, fmt.Errorf("reserve sku=%s order=%s: %w", o.SKU, o.ID, err)
 	}
@@ -125,6 +156,8 @@ func (s *Stock) Reserve(ctx context.Context, o order.Order) (Reservation, error)
 		return r, fmt.Errorf("reserve sku=%s qty=%d avail=%d: %w", o.SKU, o.Qty, res[1], order.ErrSoldOut)
 	case 3:
 		return Reservation{Repeat: true, Nonce: nonce}, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrSoldOut)
+	case 4:
+		return Reservation{Nonce: nonce}, fmt.Errorf("reserve sku=%s order=%s: %w", o.SKU, o.ID, ErrUndone)
 	case -1:
 		return Reservation{Nonce: nonce}, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrNotLoaded)
 	}
@@ -190,8 +223,10 @@ func (s *Stock) Release(ctx context.Context, sku, orderID string, mode ReleaseMo
 }
 
 // Undo takes back the reservation made by the Reserve call that returned
-// nonce, for an order whose publish certainly failed, and erases the
-// order's state so a retry reserves anew. It returns the units released,
+// nonce, for an order whose publish certainly failed, and marks the order
+// undone (U) for Options.UndoneTTL: a retry already past its claim is
+// refused (ErrUndone), one that claims anew after the caller forgot its
+// record reserves as usual. It returns the units released,
 // 0 when that call reserved nothing (it never ran, or found the SKU sold
 // out), ErrCommitted, or ErrNotYours when the reservation is another
 // request's or the order may have been published since (a repeat marked
@@ -202,7 +237,7 @@ func (s *Stock) Undo(ctx context.Context, sku, orderID, nonce string) (int, erro
 
 func (s *Stock) release(ctx context.Context, sku, orderID string, mode ReleaseMode, nonce string) (int, error) {
 	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.OrderState(sku, orderID)}
-	n, err := lua.Release.Run(ctx, s.rdb, ks, orderID, string(mode), s.ttl, nonce).Int64()
+	n, err := lua.Release.Run(ctx, s.rdb, ks, orderID, string(mode), s.ttl, nonce, s.undone).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("release sku=%s order=%s: %w", sku, orderID, err)
 	}

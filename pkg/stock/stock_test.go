@@ -103,6 +103,18 @@ func TestUndoAllowsNewReservation(t *testing.T) {
 	if n, err := s.Undo(ctx, sku, o.ID, r.Nonce); err != nil || n != 1 {
 		t.Fatalf("undo: %d %v", n, err)
 	}
+	if n, err := s.Undo(ctx, sku, o.ID, r.Nonce); err != nil || n != 0 {
+		t.Fatalf("undo sent again: %d %v, want nothing more to undo", n, err)
+	}
+	// A retry that claimed before the undoing request forgot its record
+	// must not take the order answered not taken.
+	if _, err := s.ReserveRetry(ctx, o); !errors.Is(err, stock.ErrUndone) {
+		t.Fatalf("retry after undo: %v, want ErrUndone", err)
+	}
+	if st, _ := s.State(ctx, sku, o.ID); st != "U" {
+		t.Fatalf("state %q, want U", st)
+	}
+	// A new claim after the record was forgotten reserves as usual.
 	if r, err := s.Reserve(ctx, o); err != nil || r.Repeat {
 		t.Fatalf("reserve after undo: %+v %v, want a fresh reservation", r, err)
 	}
@@ -274,6 +286,9 @@ func TestSubSecondStateTTL(t *testing.T) {
 	s := stock.New(testenv.Redis(t), stock.Options{StateTTL: 500 * time.Millisecond})
 	if _, err := s.Reserve(ctx, ord(sku, 1, 1)); err != nil {
 		t.Fatalf("reserve: %v", err)
+	}
+	if ttl, err := testenv.Redis(t).TTL(ctx, keys.OrderState(sku, ord(sku, 1, 1).ID)).Result(); err != nil || ttl < time.Second {
+		t.Fatalf("state ttl %v %v: want whole seconds, rounded up", ttl, err)
 	}
 	if v := mustView(t, s, sku); v.Avail != 2 || v.Reserved != 1 {
 		t.Fatalf("view %+v, want one unit reserved", v)

@@ -61,8 +61,8 @@ func TestReserveUndoesWhatReplicasMissed(t *testing.T) {
 	if v := mustView(t, s, sku); v.Avail != 5 || v.Reserved != 0 {
 		t.Errorf("view %+v, want the units back", v)
 	}
-	if st, _ := s.State(ctx, sku, ord(sku, 1, 2).ID); st != "" {
-		t.Errorf("order state %q, want none (a retry reserves anew)", st)
+	if st, _ := s.State(ctx, sku, ord(sku, 1, 2).ID); st != "U" {
+		t.Errorf("order state %q, want U (undone: a new claim reserves anew)", st)
 	}
 }
 

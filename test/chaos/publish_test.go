@@ -40,10 +40,11 @@ func TestReservationWithoutPublishIsPublished(t *testing.T) {
 	// (a minute ago), then nothing.
 	customer, key := "c-"+sku, "k1"
 	dead := order.Order{SKU: sku, Qty: 2, CustomerID: customer}
-	var err error
-	if dead.ID, _, err = idem.New(p.redis, 0).Claim(ctx, dead, key, false); err != nil {
+	claim, err := idem.New(p.redis, 0).Claim(ctx, dead, key, false)
+	if err != nil {
 		t.Fatal(err)
 	}
+	dead.ID = claim.OrderID
 	if _, err := p.stock.Reserve(ctx, dead); err != nil {
 		t.Fatal(err)
 	}
