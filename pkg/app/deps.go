@@ -59,23 +59,11 @@ func openEngines(ctx context.Context, c config.Common, name string, log *slog.Lo
 		return nil, fmt.Errorf("rabbitmq: %w", err)
 	}
 	e.mq = mq
-	if err := declare(mq, c.AMQP.Topology()); err != nil {
+	if err := c.AMQP.Topology().DeclareOn(mq, log); err != nil {
 		e.close()
-		return nil, err
+		return nil, fmt.Errorf("declare topology: %w", err)
 	}
 	return e, nil
-}
-
-func declare(mq *queue.Conn, topo queue.Topology) error {
-	ch, err := mq.Channel()
-	if err != nil {
-		return fmt.Errorf("open channel to declare topology: %w", err)
-	}
-	defer ch.Close()
-	if err := topo.Declare(ch); err != nil {
-		return fmt.Errorf("declare topology: %w", err)
-	}
-	return nil
 }
 
 func (e *engines) close() {

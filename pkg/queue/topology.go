@@ -3,6 +3,8 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -19,7 +21,26 @@ const (
 	DefaultDeadQueue     = "orders.dead"
 	DefaultRetryExchange = "orders.retry"
 	DefaultDeliveryLimit = 20
+	// DefaultDeadDeliveryLimit is the dead queue's delivery limit. Listing
+	// the dead letters hands each one out and returns it; RabbitMQ 4.0 to
+	// 4.2 count every return as a delivery against a quorum queue's limit,
+	// 20 by default, and drop a letter past it. Set explicitly this high,
+	// a letter survives a million listings.
+	DefaultDeadDeliveryLimit = 1_000_000
 )
+
+// InequivalentError means a queue exists with other arguments than the
+// ones declared (the broker answered PRECONDITION_FAILED).
+type InequivalentError struct {
+	Queue string
+	Err   error
+}
+
+func (e *InequivalentError) Error() string {
+	return fmt.Sprintf("queue %s exists with other arguments: %v", e.Queue, e.Err)
+}
+
+func (e *InequivalentError) Unwrap() error { return e.Err }
 
 // DefaultRetryDelays are the retry tiers a failing order goes through
 // before it is parked in the dead queue.
@@ -54,6 +75,10 @@ type Topology struct {
 	// worker never settles (it crashes on it) is dead-lettered by the
 	// broker after this many deliveries. Default 20.
 	DeliveryLimit int
+	// DeadDeliveryLimit is the dead queue's x-delivery-limit. Default
+	// DefaultDeadDeliveryLimit; negative declares none (a dead queue
+	// declared before the limit was set, see DeclareOn).
+	DeadDeliveryLimit int
 }
 
 // WithDefaults returns t with every empty field set to its default.
@@ -74,6 +99,9 @@ func (t Topology) WithDefaults() Topology {
 	}
 	if t.DeliveryLimit == 0 {
 		t.DeliveryLimit = DefaultDeliveryLimit
+	}
+	if t.DeadDeliveryLimit == 0 {
+		t.DeadDeliveryLimit = DefaultDeadDeliveryLimit
 	}
 	return t
 }
@@ -145,9 +173,13 @@ func (t Topology) Declare(ch *amqp.Channel) error {
 			return fmt.Errorf("declare exchange %s: %w", x.name, err)
 		}
 	}
-	// The dead queue has no delivery limit and no dead-letter target:
-	// listing it requeues every message, which must never drop one.
+	// The dead queue has no dead-letter target and a delivery limit far
+	// out of reach: listing it returns every message, which must never
+	// drop one (DefaultDeadDeliveryLimit).
 	dead := amqp.Table{"x-queue-type": "quorum"}
+	if t.DeadDeliveryLimit > 0 {
+		dead["x-delivery-limit"] = int64(t.DeadDeliveryLimit)
+	}
 	if err := declareBound(ch, t.DeadQueue, dead, t.DeadExchange, t.RoutingKey); err != nil {
 		return err
 	}
@@ -171,12 +203,43 @@ func (t Topology) Declare(ch *amqp.Channel) error {
 
 func declareBound(ch *amqp.Channel, queue string, args amqp.Table, exchange, key string) error {
 	if _, err := ch.QueueDeclare(queue, true, false, false, false, args); err != nil {
+		var ae *amqp.Error
+		if errors.As(err, &ae) && ae.Code == amqp.PreconditionFailed {
+			return fmt.Errorf("declare queue %s: %w", queue, &InequivalentError{Queue: queue, Err: err})
+		}
 		return fmt.Errorf("declare queue %s: %w", queue, err)
 	}
 	if err := ch.QueueBind(queue, key, exchange, false, nil); err != nil {
 		return fmt.Errorf("bind queue %s to %s: %w", queue, exchange, err)
 	}
 	return nil
+}
+
+// DeclareOn declares t on channels of conn (Declare). A dead queue that
+// an earlier version declared without a delivery limit cannot be given
+// one by a declaration (the broker refuses other arguments): it is kept
+// as it is, and log says how to set the limit with a policy.
+func (t Topology) DeclareOn(conn *Conn, log *slog.Logger) error {
+	t = t.WithDefaults()
+	err := declareOnChannel(conn, t)
+	var ie *InequivalentError
+	if !errors.As(err, &ie) || ie.Queue != t.DeadQueue || t.DeadDeliveryLimit <= 0 {
+		return err
+	}
+	log.Warn("the dead queue has no explicit delivery limit; RabbitMQ 4.0 to 4.2 would drop a letter listed 20 times: "+
+		"rabbitmqctl set_policy --apply-to quorum_queues surge-dead-letters '^"+regexp.QuoteMeta(t.DeadQueue)+
+		"$' '{\"delivery-limit\":"+strconv.Itoa(DefaultDeadDeliveryLimit)+"}'", "queue", t.DeadQueue)
+	t.DeadDeliveryLimit = -1
+	return declareOnChannel(conn, t)
+}
+
+func declareOnChannel(conn *Conn, t Topology) error {
+	ch, err := conn.Channel()
+	if err != nil {
+		return fmt.Errorf("open channel to declare topology: %w", err)
+	}
+	defer ch.Close()
+	return t.Declare(ch)
 }
 
 // Delete removes every queue and exchange of t, messages included. Tests

@@ -1,10 +1,15 @@
 package queue
 
 import (
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"surge/internal/testenv"
 )
 
 func TestTopologyDefaults(t *testing.T) {
@@ -13,7 +18,7 @@ func TestTopologyDefaults(t *testing.T) {
 		Exchange: "orders", RoutingKey: "order.created", Queue: "orders.created",
 		DeadExchange: "orders.dlx", DeadQueue: "orders.dead", RetryExchange: "orders.retry",
 		RetryDelays:   []time.Duration{time.Second, 10 * time.Second, time.Minute},
-		DeliveryLimit: 20,
+		DeliveryLimit: 20, DeadDeliveryLimit: 1_000_000,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -46,5 +51,46 @@ func TestTopologyValidate(t *testing.T) {
 				t.Errorf("validate = %v, want ok=%v", err, tt.ok)
 			}
 		})
+	}
+}
+
+// TestDeadQueueDeliveryLimit: a new dead queue is declared with an
+// explicit delivery limit far out of reach (RabbitMQ 4.0-4.2 count each
+// listing's return against a default of 20), and one an earlier version
+// declared without it is kept as it is, with a warning naming the policy
+// that sets the limit.
+func TestDeadQueueDeliveryLimit(t *testing.T) {
+	conn := dialTest(t, testenv.AMQPURL(t))
+	fresh := testTopology(t, conn)
+	declared := func(queue string, args amqp.Table) error {
+		ch, err := conn.Channel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ch.Close()
+		_, err = ch.QueueDeclare(queue, true, false, false, false, args)
+		return err
+	}
+	limit := amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(DefaultDeadDeliveryLimit)}
+	if err := declared(fresh.DeadQueue, limit); err != nil {
+		t.Fatalf("the dead queue lacks the explicit limit: %v", err)
+	}
+
+	p := testenv.Unique("t") + "."
+	legacy := Topology{Exchange: p + "orders", Queue: p + "orders.created", DeadQueue: p + "orders.dead",
+		RetryDelays: []time.Duration{time.Second}}.WithDefaults()
+	if err := declared(legacy.DeadQueue, amqp.Table{"x-queue-type": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { withChannel(t, conn, func(ch *amqp.Channel) { _ = legacy.Delete(ch) }) })
+	var logs strings.Builder
+	if err := legacy.DeclareOn(conn, slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+		t.Fatalf("declare over a dead queue without the limit: %v", err)
+	}
+	if !strings.Contains(logs.String(), "set_policy") {
+		t.Fatalf("no warning naming the policy: %q", logs.String())
+	}
+	if err := declared(legacy.DeadQueue, amqp.Table{"x-queue-type": "quorum"}); err != nil {
+		t.Fatalf("the old dead queue was changed: %v", err)
 	}
 }
