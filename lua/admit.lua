@@ -22,26 +22,26 @@
 --                   call that made it: the budget is spent once)
 --   {2, i, record}  a record exists (a retry, or another body): unchanged
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local d = math.floor(now / tonumber(ARGV[4])) - tonumber(ARGV[6])
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local d = math.floor(math.floor(now_us / 1000) / tonumber(ARGV[4])) - tonumber(ARGV[6])
 if d < -1 or d > 1 then
   return redis.error_reply('ERR the gateway clock is an idempotency window or more off this master')
 end
 local cur = 4 + d
 local i, v
-for _, k in ipairs({cur - 1, cur}) do
-  v = redis.call('GET', KEYS[k])
-  if v then
-    i = k
-    break
-  end
+-- One read for the budget and both records (each call costs).
+local found = redis.call('MGET', KEYS[1], KEYS[cur - 1], KEYS[cur])
+if found[2] then
+  i, v = cur - 1, found[2]
+elseif found[3] then
+  i, v = cur, found[3]
 end
 if v and string.match(v, '#([^#]*)$') == ARGV[5] then
   return {1, i - 1, false}
 end
 local burst = tonumber(ARGV[2])
 if burst > 0 then
-  local wait = gcra(KEYS[1], tonumber(ARGV[1]), burst)
+  local wait = gcra(KEYS[1], found[1], tonumber(ARGV[1]), burst, now_us)
   if wait > 0 then
     return {0, wait, i and i - 1 or 0, v or false}
   end

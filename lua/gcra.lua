@@ -1,17 +1,18 @@
 -- gcra: one request against the budget kept in key, by the generic cell
 -- rate algorithm (GCRA): the key holds the theoretical arrival time (TAT)
 -- in microseconds of Redis's own clock, so every gateway instance shares
--- one budget whatever its clock says. interval is the microseconds between
--- requests at the sustained rate (1e6 / rate per second), burst how many
--- may arrive at once (>= 1). Returns 0 when the request fits (and spends
--- it), else the wait in microseconds until one fits; a refused request
--- changes nothing. lua/gcra.go puts this function in front of the scripts
--- that call it (ratelimit.lua, admit.lua).
-local function gcra(key, interval, burst)
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+-- one budget whatever its clock says. The caller reads the key (tat, false
+-- when missing) and the clock (now, from TIME) and passes them in: every
+-- redis.call costs a few microseconds, and a caller that reads other keys
+-- of the slot too gets them in the same MGET. interval is the
+-- microseconds between requests at the sustained rate (1e6 / rate per
+-- second), burst how many may arrive at once (>= 1). Returns 0 when the
+-- request fits (and spends it), else the wait in microseconds until one
+-- fits; a refused request changes nothing. lua/gcra.go puts this function
+-- in front of the scripts that call it (ratelimit.lua, admit.lua).
+local function gcra(key, tat, interval, burst, now)
   local tolerance = interval * (burst - 1)
-  local tat = tonumber(redis.call('GET', key) or now)
+  tat = tonumber(tat or now)
   if tat < now then tat = now end
   local allow_at = tat - tolerance
   if allow_at > now then

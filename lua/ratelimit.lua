@@ -7,7 +7,9 @@
 -- Returns {allowed (1|0), retry_after_us}: retry_after_us is 0 when allowed,
 -- else the wait until one request fits again. A refused request changes
 -- nothing.
-local wait = gcra(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]))
+local t = redis.call('TIME')
+local wait = gcra(KEYS[1], redis.call('GET', KEYS[1]), tonumber(ARGV[1]), tonumber(ARGV[2]),
+  tonumber(t[1]) * 1000000 + tonumber(t[2]))
 if wait > 0 then
   return {0, wait}
 end

@@ -4,12 +4,9 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,30 +14,26 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"surge/internal/testenv"
 )
 
-// privateCluster is a 6-node Redis Cluster of this test binary's own,
-// started and stopped with the project's script.
+// privateCluster is the chaos tests' own Redis Cluster (testenv), with
+// the helpers that break and inspect it.
 type privateCluster struct {
-	base     int
-	dir      string
-	password string
-	script   string
+	*testenv.PrivateCluster
 }
 
 // startPrivateCluster starts a cluster on the first free block of six
-// ports (and their bus ports) from 7100 up, in a fresh directory.
+// ports from 7100 up (SURGE_CHAOS_PORT_BASE sets the first), in a fresh
+// directory.
 func startPrivateCluster() (*privateCluster, error) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		return nil, fmt.Errorf("redis-server is not installed (deploy/install-deps.sh): %w", err)
-	}
-	base, err := freeBase()
-	if err != nil {
-		return nil, err
+	from := 7100
+	if v := os.Getenv("SURGE_CHAOS_PORT_BASE"); v != "" {
+		var err error
+		if from, err = strconv.Atoi(v); err != nil {
+			return nil, fmt.Errorf("SURGE_CHAOS_PORT_BASE=%q: %w", v, err)
+		}
 	}
 	dir, err := os.MkdirTemp("", "surge-chaos-")
 	if err != nil {
@@ -50,121 +43,40 @@ func startPrivateCluster() (*privateCluster, error) {
 	if pw == "" {
 		pw = "surge"
 	}
-	c := &privateCluster{base: base, dir: dir, password: pw, script: filepath.Join(root, "deploy", "redis-cluster.sh")}
-	if out, err := c.run("start"); err != nil {
-		c.stop()
-		return nil, fmt.Errorf("start private cluster on %d: %w\n%s", base, err, out)
+	c, err := testenv.StartPrivateCluster(from, dir, pw)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
 	}
-	return c, nil
-}
-
-// freeBase finds six free consecutive ports whose bus ports are free too.
-func freeBase() (int, error) {
-	if v := os.Getenv("SURGE_CHAOS_PORT_BASE"); v != "" {
-		return strconv.Atoi(v)
-	}
-	for base := 7100; base <= 7900; base += 100 {
-		if portsFree(base) {
-			return base, nil
-		}
-	}
-	return 0, errors.New("no free block of ports between 7100 and 7905")
-}
-
-func portsFree(base int) bool {
-	for p := base; p < base+6; p++ {
-		for _, port := range []int{p, p + 10000} {
-			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-			if err != nil {
-				return false
-			}
-			_ = ln.Close()
-		}
-	}
-	return true
-}
-
-func (c *privateCluster) run(args ...string) (string, error) {
-	cmd := exec.Command(c.script, args...)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("SURGE_CLUSTER_PORT_BASE=%d", c.base),
-		"SURGE_VAR_DIR="+c.dir, "SURGE_REDIS_PASSWORD="+c.password, "SURGE_CLUSTER_TIMEOUT=90")
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return &privateCluster{c}, nil
 }
 
 // stop shuts every node down and removes the directory.
 func (c *privateCluster) stop() {
-	for p := c.base; p < c.base+6; p++ {
-		if pid := c.pid(p); pid > 0 {
-			_ = syscall.Kill(pid, syscall.SIGCONT) // a paused node cannot shut down
-		}
-	}
-	_, _ = c.run("stop")
-	for p := c.base; p < c.base+6; p++ {
-		if pid := c.pid(p); pid > 0 {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-	_ = os.RemoveAll(c.dir)
+	c.Stop()
+	_ = os.RemoveAll(c.Dir)
 }
 
 // heal resumes paused nodes, restarts dead ones and waits until the
 // cluster is healthy again.
 func (c *privateCluster) heal(t *testing.T) {
 	t.Helper()
-	for p := c.base; p < c.base+6; p++ {
-		if pid := c.pid(p); pid > 0 {
-			_ = syscall.Kill(pid, syscall.SIGCONT)
-		}
+	if err := c.Heal(); err != nil {
+		t.Fatal(err)
 	}
-	if out, err := c.run("restart-dead"); err != nil {
-		t.Fatalf("heal private cluster: %v\n%s", err, out)
-	}
-}
-
-func (c *privateCluster) addrs() []string {
-	a := make([]string, 6)
-	for i := range a {
-		a[i] = fmt.Sprintf("127.0.0.1:%d", c.base+i)
-	}
-	return a
-}
-
-// pid returns the pid of the node on port, read from its pid file, or 0
-// when that file is missing or names no redis-server of that port any more
-// (the node died and its pid may belong to another process now).
-func (c *privateCluster) pid(port int) int {
-	b, err := os.ReadFile(filepath.Join(c.dir, "redis-cluster", strconv.Itoa(port), "redis.pid"))
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if pid <= 0 {
-		return 0
-	}
-	cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || !strings.Contains(string(cmd), "redis-server") ||
-		!strings.Contains(string(cmd), fmt.Sprintf(":%d", port)) {
-		return 0
-	}
-	return pid
 }
 
 func (c *privateCluster) signal(t *testing.T, port int, sig syscall.Signal) {
 	t.Helper()
-	pid := c.pid(port)
-	if pid <= 0 {
-		t.Fatalf("no pid for node %d", port)
-	}
-	if err := syscall.Kill(pid, sig); err != nil {
-		t.Fatalf("signal %v to node %d (pid %d): %v", sig, port, pid, err)
+	if err := c.Signal(port, sig); err != nil {
+		t.Fatal(err)
 	}
 }
 
 // node is an admin connection to one node.
 func (c *privateCluster) node(t *testing.T, port int) *redis.Client {
 	t.Helper()
-	n := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), Password: c.password,
+	n := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), Password: c.Password,
 		DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
 	t.Cleanup(func() { _ = n.Close() })
 	return n
@@ -189,7 +101,7 @@ func (n clusterNode) owns(slot int) bool {
 
 // nodes reads CLUSTER NODES as the node on port sees the cluster.
 func (c *privateCluster) nodes(ctx context.Context, port int) ([]clusterNode, error) {
-	n := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), Password: c.password,
+	n := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), Password: c.Password,
 		DialTimeout: 500 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, MaxRetries: -1})
 	defer n.Close()
 	raw, err := n.ClusterNodes(ctx).Result()
@@ -226,7 +138,7 @@ func (c *privateCluster) nodes(ctx context.Context, port int) ([]clusterNode, er
 // shard returns the ports of the master owning slot and of its replica.
 func (c *privateCluster) shard(t *testing.T, slot int) (master, replica int) {
 	t.Helper()
-	ns, err := c.nodes(context.Background(), c.base)
+	ns, err := c.nodes(context.Background(), c.Base)
 	if err != nil {
 		t.Fatalf("cluster nodes: %v", err)
 	}
@@ -253,7 +165,7 @@ func (c *privateCluster) waitPromoted(t *testing.T, slot, old, replica int) time
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		for p := c.base; p < c.base+6; p++ {
+		for p := c.Base; p < c.Base+6; p++ {
 			if p == old || p == replica {
 				continue
 			}

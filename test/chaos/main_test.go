@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "chaos: skipped (no private Redis Cluster; CI would fail here)")
 		os.Exit(0)
 	}
-	fmt.Printf("chaos: private Redis Cluster on 127.0.0.1:%d-%d\n", priv.base, priv.base+5)
+	fmt.Printf("chaos: private Redis Cluster on 127.0.0.1:%d-%d\n", priv.Base, priv.Base+5)
 	code := m.Run()
 	priv.stop()
 	for _, line := range measurements {

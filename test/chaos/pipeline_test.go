@@ -52,7 +52,7 @@ func startPipeline(t *testing.T) *pipeline {
 	if err := config.Load(&c); err != nil {
 		t.Fatal(err)
 	}
-	c.Redis.Addrs, c.Redis.Password = priv.addrs(), priv.password
+	c.Redis.Addrs, c.Redis.Password = priv.Addrs(), priv.Password
 	c.AMQP.URL = testenv.AMQPURL(t)
 	name := testenv.Unique("chaos.orders.")
 	c.AMQP.Exchange, c.AMQP.Queue, c.AMQP.DeadQueue = name, name+".created", name+".dead"
@@ -88,7 +88,7 @@ func startPipeline(t *testing.T) *pipeline {
 }
 
 func newClusterClient(t *testing.T) *cluster.Client {
-	c := cluster.New(cluster.Options{Addrs: priv.addrs(), Password: priv.password})
+	c := cluster.New(cluster.Options{Addrs: priv.Addrs(), Password: priv.Password})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }

@@ -55,7 +55,7 @@ func startEngines(t *testing.T, keep bool) *engines {
 		t.Fatalf("private engines: %s", strings.Join(errs, "; "))
 	}
 	t.Logf("private engines up in %.1fs under %s: redis cluster 127.0.0.1:%d-%d, mariadb :%d, rabbitmq %s :%d",
-		time.Since(start).Seconds(), dir, e.redis.base, e.redis.base+5, e.db.port, e.mq.node, e.mq.port)
+		time.Since(start).Seconds(), dir, e.redis.Base, e.redis.Base+5, e.db.port, e.mq.node, e.mq.port)
 	return e
 }
 
@@ -74,7 +74,7 @@ func (e *engines) stop(t *testing.T, keep bool) {
 		e.db.stop()
 	}
 	if e.redis != nil {
-		e.redis.stop()
+		e.redis.Stop()
 	}
 	if keep {
 		t.Logf("kept %s (SURGE_FAULTS_KEEP)", e.dir)
@@ -91,7 +91,7 @@ func (e *engines) heal() error {
 	if err := e.mq.clearAlarm(); err != nil {
 		errs = append(errs, err.Error())
 	}
-	if err := e.redis.heal(); err != nil {
+	if err := e.redis.Heal(); err != nil {
 		errs = append(errs, err.Error())
 	}
 	if len(errs) > 0 {

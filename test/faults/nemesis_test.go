@@ -155,12 +155,12 @@ func (n *nemesis) redisFault(ctx context.Context, f *fault, sku string) error {
 	if f.kind == pauseRedis {
 		sig = syscall.SIGSTOP
 	}
-	if !c.signal(port, sig) {
-		return fmt.Errorf("no process for node %d", port)
+	if err := c.Signal(port, sig); err != nil {
+		return err
 	}
 	sleep(ctx, f.hold)
-	c.signal(port, syscall.SIGCONT)
-	return c.heal()
+	_ = c.Signal(port, syscall.SIGCONT) // a killed node has no process to resume
+	return c.Heal()
 }
 
 func (n *nemesis) proc(name string) *proc {

@@ -49,7 +49,7 @@ func startPipeline(t *testing.T, eng *engines, run int) *pipeline {
 	}
 	dsn := eng.db.dsn(fmt.Sprintf("surge_run%d", run))
 	p.env = append(baseEnv(),
-		"SURGE_REDIS_ADDRS="+strings.Join(eng.redis.addrs(), ","), "SURGE_REDIS_PASSWORD="+eng.redis.password,
+		"SURGE_REDIS_ADDRS="+strings.Join(eng.redis.Addrs(), ","), "SURGE_REDIS_PASSWORD="+eng.redis.Password,
 		"SURGE_REDIS_POOL_SIZE=16", "SURGE_AMQP_URL="+eng.mq.url(),
 		"SURGE_AMQP_EXCHANGE="+p.prefix, "SURGE_AMQP_QUEUE="+p.prefix+".created",
 		"SURGE_AMQP_DEAD_QUEUE="+p.deadQueue(), "SURGE_AMQP_RETRY_DELAYS=200ms,1s,3s",
