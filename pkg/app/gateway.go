@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	apidoc "surge/api"
 	"surge/pkg/config"
 	"surge/pkg/gateway"
 	"surge/pkg/httpapi"
@@ -60,6 +61,10 @@ type GatewayConfig struct {
 	// gateway) are sold at most twice this much later (see
 	// gateway.SoldOutHints).
 	SoldOutHintTTL time.Duration `envconfig:"SOLD_OUT_HINT_TTL" default:"100ms"`
+	// CORSOrigins are the browser origins (exact, e.g.
+	// https://shop.example) allowed to call the API: SURGE_CORS_ORIGINS,
+	// comma-separated, default none.
+	CORSOrigins []string `envconfig:"CORS_ORIGINS"`
 }
 
 // Gateway is the running gateway.
@@ -109,7 +114,9 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	}
 	api.IPLimit = ipLimit(eng.fast, cfg.RateLimit)
 	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st}
-	g.srv = httpapi.NewHTTPServer(cfg.HTTPAddr, instrumented(api))
+	api.RatePolicies = ratePolicies(cfg.RateLimit)
+	api.OpenAPI = apidoc.OpenAPI
+	g.srv = httpapi.NewHTTPServer(cfg.HTTPAddr, instrumented(api, cfg.CORSOrigins))
 	httpapi.MountDeadLetters(api, &ops.DeadLetters{Queue: ops.QueueDead{Conn: eng.mq, Topology: topo}, DB: eng.db})
 	rec := reconcile.New(eng.redis.ClusterClient, reconcile.StoreLedger{Store: eng.db}, reconcile.Options{
 		Grace: cfg.Grace, Lookback: cfg.Lookback, StateTTL: cfg.IdempotencyTTL, Log: log, Publisher: pub})
@@ -117,6 +124,22 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	api.Handle("GET /v1/products/{sku}", api.Products(prods))
 	g.products = prods
 	return g, nil
+}
+
+// ratePolicies describes the rate limits for RateLimit-Policy headers: a
+// budget of burst requests that refills in burst/rate seconds.
+func ratePolicies(c ratelimit.Config) map[string]httpapi.RatePolicy {
+	c = c.WithDefaults()
+	p := map[string]httpapi.RatePolicy{}
+	if c.CustomerRate > 0 {
+		p[idem.ScopeCustomer] = httpapi.RatePolicy{Quota: c.CustomerBurst,
+			Window: time.Duration(float64(c.CustomerBurst) / c.CustomerRate * float64(time.Second))}
+	}
+	if c.IPRate > 0 {
+		p[httpapi.ScopeIP] = httpapi.RatePolicy{Quota: c.IPBurst,
+			Window: time.Duration(float64(c.IPBurst) / c.IPRate * float64(time.Second))}
+	}
+	return p
 }
 
 // reserveClient is the Redis handle the reserve script runs on: the

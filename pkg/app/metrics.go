@@ -40,12 +40,13 @@ func customerLimited(records *idem.Records, c ratelimit.Config) gateway.Claimer 
 	return metrics.CustomerLimited{Next: records.Limited(c.CustomerRate, c.CustomerBurst)}
 }
 
-// instrumented builds api's routes, mounts GET /metrics beside them and
-// times every request by route and status.
-func instrumented(api *httpapi.Server) http.Handler {
+// instrumented builds api's routes, mounts GET /metrics beside them,
+// times every request by route and status, gives it a request id, and
+// answers browsers on the CORS origins.
+func instrumented(api *httpapi.Server, corsOrigins []string) http.Handler {
 	h := api.Handler()
 	api.Handle("GET /metrics", metrics.Handler())
-	return metrics.Middleware(h)
+	return httpapi.CORS(corsOrigins, httpapi.RequestIDs(metrics.Middleware(h)))
 }
 
 // serveMetrics answers scrapes on ep (nil: none) until the returned func

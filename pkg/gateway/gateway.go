@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"surge/pkg/order"
+	"surge/pkg/reqid"
 	"surge/pkg/stock"
 )
 
@@ -150,7 +151,8 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	// One line per accepted order, carrying the id the worker and the
 	// reconciler log too; sold-out answers (the bulk of a flash sale) are
 	// counted by metrics, not logged.
-	s.log().Info("order accepted", "order_id", o.ID, "sku", o.SKU, "qty", o.Qty, "repeat", res.Repeat)
+	s.log().Info("order accepted", "order_id", o.ID, "sku", o.SKU, "qty", o.Qty, "repeat", res.Repeat,
+		"request_id", reqid.From(ctx))
 	return Accepted{OrderID: o.ID, Status: order.StatusAccepted, SKU: o.SKU, Qty: o.Qty}, nil
 }
 
@@ -242,7 +244,8 @@ func (s *Service) reserveFailed(ctx context.Context, o order.Order, c order.Clai
 // none, and the order it repeats may have been published by the request
 // that reserved, so its outcome is unknown to this one.
 func (s *Service) publishFailed(ctx context.Context, o order.Order, c order.Claim, res stock.Reservation, err error) error {
-	s.log().Warn("publish failed", "order_id", o.ID, "sku", o.SKU, "repeat", res.Repeat, "err", err)
+	s.log().Warn("publish failed", "order_id", o.ID, "sku", o.SKU, "repeat", res.Repeat,
+		"request_id", reqid.From(ctx), "err", err)
 	if errors.Is(err, order.ErrOutcomeUnknown) || res.Repeat {
 		return s.unknown(o, fmt.Errorf("publish: %w", err))
 	}

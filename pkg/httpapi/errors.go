@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"surge/pkg/order"
+	"surge/pkg/reqid"
 )
 
 // errorBody is the contract's error shape: {"error":{"code","message"}},
@@ -104,12 +105,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	var rl *order.RateLimitedError
-	if errors.As(err, &rl) {
+	if errors.As(err, &rl) && status == http.StatusTooManyRequests {
 		setRetryAfter(w, rl.RetryAfter)
+		s.setRateLimitHeaders(w, rl.Scope, rl.RetryAfter)
 	}
 	if status >= 500 {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status,
-			"code", code, "order_id", body.OrderID, "err", err)
+			"code", code, "order_id", body.OrderID, "request_id", reqid.From(r.Context()), "err", err)
 	}
 	writeJSON(w, status, body)
 }

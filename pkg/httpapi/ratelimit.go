@@ -34,13 +34,37 @@ func (s *Server) overLimit(r *http.Request, l Limiter, subject string) error {
 	if ok {
 		return nil
 	}
-	return fmt.Errorf("client address %s: %w", subject, &order.RateLimitedError{RetryAfter: after})
+	return fmt.Errorf("client address %s: %w", subject, &order.RateLimitedError{RetryAfter: after, Scope: ScopeIP})
 }
+
+// ScopeIP names the client address's budget in rate-limit answers.
+const ScopeIP = "ip"
+
+// RatePolicy describes one budget for the RateLimit-Policy header
+// (draft-ietf-httpapi-ratelimit-headers): Quota requests per Window (the
+// burst, and the time an idle budget takes to fill up again).
+type RatePolicy struct {
+	Quota  int
+	Window time.Duration
+}
+
+// setRateLimitHeaders sets RateLimit-Policy and RateLimit for a refusal
+// in scope: no request left, the budget has one again after retry.
+func (s *Server) setRateLimitHeaders(w http.ResponseWriter, scope string, retry time.Duration) {
+	p, ok := s.RatePolicies[scope]
+	if !ok || scope == "" {
+		return
+	}
+	w.Header().Set("RateLimit-Policy", fmt.Sprintf("%q;q=%d;w=%d", scope, p.Quota, seconds(p.Window)))
+	w.Header().Set("RateLimit", fmt.Sprintf("%q;r=0;t=%d", scope, seconds(retry)))
+}
+
+// seconds is d in whole seconds, rounded up, at least 1.
+func seconds(d time.Duration) int { return max(int(math.Ceil(d.Seconds())), 1) }
 
 // setRetryAfter sets Retry-After to after in whole seconds, at least 1.
 func setRetryAfter(w http.ResponseWriter, after time.Duration) {
-	secs := int(math.Ceil(after.Seconds()))
-	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+	w.Header().Set("Retry-After", strconv.Itoa(seconds(after)))
 }
 
 // clientIP is the address the request came from. X-Forwarded-For is not

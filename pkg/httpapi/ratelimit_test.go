@@ -61,7 +61,7 @@ type limitedAcceptor struct {
 
 func (a *limitedAcceptor) Accept(ctx context.Context, o order.Order, key string) (gateway.Accepted, error) {
 	if ok, after, _ := a.budget.Allow(ctx, o.CustomerID); !ok {
-		return gateway.Accepted{}, fmt.Errorf("customer %s: %w", o.CustomerID, &order.RateLimitedError{RetryAfter: after})
+		return gateway.Accepted{}, fmt.Errorf("customer %s: %w", o.CustomerID, &order.RateLimitedError{RetryAfter: after, Scope: "customer"})
 	}
 	return a.acceptAll.Accept(ctx, o, key)
 }

@@ -55,6 +55,11 @@ type Server struct {
 	// Retry-After). Nil means no limit. The per-customer limit is Orders'
 	// (an error wrapping order.ErrRateLimited, answered the same way).
 	IPLimit Limiter
+	// RatePolicies describe the budgets by scope ("customer", "ip") for
+	// the RateLimit-Policy header of a 429.
+	RatePolicies map[string]RatePolicy
+	// OpenAPI, when set, is served at GET /openapi.yaml.
+	OpenAPI []byte
 
 	log *slog.Logger
 	mux *http.ServeMux
@@ -75,6 +80,12 @@ func (s *Server) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	s.mux.HandleFunc("GET /readyz", s.readyz)
+	if len(s.OpenAPI) > 0 {
+		s.mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/yaml")
+			_, _ = w.Write(s.OpenAPI)
+		})
+	}
 	return s.mux
 }
 
@@ -145,6 +156,7 @@ func (s *Server) postOrder(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	w.Header().Set("Location", "/v1/orders/"+acc.OrderID)
 	writeJSON(w, http.StatusAccepted, acc)
 }
 

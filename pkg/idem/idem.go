@@ -64,6 +64,9 @@ func (r *Records) Limited(rate float64, burst int) *Records {
 	return &c
 }
 
+// ScopeCustomer names the customer's budget in rate-limit answers.
+const ScopeCustomer = "customer"
+
 // soldOutMark prefixes the record of an order answered sold out without
 // a reservation (see Claim); nonceMark separates the fingerprint from the
 // nonce of the call that made the record (lua/admit.lua). SKUs and
@@ -140,7 +143,7 @@ func (r *Records) refused(c order.Claim, o order.Order, ids [4]string, res []any
 	wait, _ := res[1].(int64)
 	idx, _ := res[2].(int64)
 	rec, _ := res[3].(string)
-	limited := &order.RateLimitedError{RetryAfter: time.Duration(wait) * time.Microsecond}
+	limited := &order.RateLimitedError{RetryAfter: time.Duration(wait) * time.Microsecond, Scope: ScopeCustomer}
 	if idx < 1 || idx > 4 || rec == "" {
 		return order.Claim{}, fmt.Errorf("customer %s: %w", o.CustomerID, limited)
 	}

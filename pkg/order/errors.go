@@ -71,6 +71,8 @@ func (e *UnknownOutcomeError) Is(target error) bool { return target == ErrOutcom
 type RateLimitedError struct {
 	// RetryAfter is how long until one request fits the budget again.
 	RetryAfter time.Duration
+	// Scope names the budget: "customer" or "ip".
+	Scope string
 }
 
 func (e *RateLimitedError) Error() string {
