@@ -1,6 +1,11 @@
 package metrics
 
-import "time"
+import (
+	"fmt"
+	"time"
+
+	"surge/pkg/reconcile"
+)
 
 // Drift kinds the reconciler reports. Other kinds are accepted; these are
 // the ones created at zero and drawn on the dashboard.
@@ -25,6 +30,49 @@ func ReconcileDrift(kind string) { reconcileDrift.WithLabelValues(kind).Inc() }
 
 // ReconcileRepaired counts one difference the reconciler repaired.
 func ReconcileRepaired(kind string) { reconcileRepairs.WithLabelValues(kind).Inc() }
+
+// ReconcileReport records one reconciler pass from its report: the drift
+// it found and repaired by kind, its duration, and its success (a pass
+// with a failed SKU or a run-level error is an error).
+func ReconcileReport(rep reconcile.Report) {
+	for _, s := range rep.SKUs {
+		for _, ch := range s.Repairs {
+			for _, kind := range driftOf(ch) {
+				ReconcileDrift(kind)
+				if !rep.DryRun {
+					ReconcileRepaired(kind)
+				}
+			}
+		}
+	}
+	var err error
+	if len(rep.Errors) > 0 || rep.Summary[reconcile.Failed] > 0 {
+		err = fmt.Errorf("reconcile pass: %d failed SKUs, %d run errors", rep.Summary[reconcile.Failed], len(rep.Errors))
+	}
+	ReconcileRun(rep.FinishedAt.Sub(rep.StartedAt), err)
+}
+
+// driftOf names the kinds of drift one round of repairs fixed.
+func driftOf(ch reconcile.Changes) []string {
+	var kinds []string
+	add := func(kind string, n int) {
+		for range n {
+			kinds = append(kinds, kind)
+		}
+	}
+	add(DriftCommitMissing, len(ch.Committed))
+	add(DriftStaleReservation, len(ch.Republished))
+	switch {
+	case !ch.Before.Loaded && ch.After.Loaded:
+		add(DriftNotLoaded, 1)
+	case ch.Before.Stock != ch.After.Stock:
+		add(DriftStockMismatch, 1)
+	}
+	if ch.Before.Loaded && ch.Before.Sold != ch.After.Sold && len(ch.Committed) == 0 {
+		add(DriftSoldMismatch, 1) // sold set to MySQL's with no commit to explain it
+	}
+	return kinds
+}
 
 // ReconcileRun records one reconciler pass: its duration and whether it
 // ended with an error. A pass without error also sets the last-success

@@ -26,6 +26,8 @@ type ServiceOptions struct {
 	Queue string
 	// Log defaults to slog.Default().
 	Log *slog.Logger
+	// OnSweep, when set, is told each sweep's report (metrics).
+	OnSweep func(Report)
 }
 
 func (o *ServiceOptions) setDefaults() {
@@ -116,6 +118,9 @@ func (s *Service) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("reconciler: unknown task type %q: %w", t.Type(), asynq.SkipRetry)
 	}
 	rep := s.rec.Run(ctx, false)
+	if s.opts.OnSweep != nil {
+		s.opts.OnSweep(rep)
+	}
 	s.opts.Log.Info("reconcile sweep", "skus", len(rep.SKUs), "consistent", rep.Summary[Consistent],
 		"repaired", rep.Summary[Repaired], "busy", rep.Summary[Busy], "failed", rep.Summary[Failed],
 		"took", rep.FinishedAt.Sub(rep.StartedAt))

@@ -18,7 +18,8 @@
 //
 // Settings (SURGE_ variables, besides the engines'): RECONCILE_EVERY
 // (30s), RECONCILE_GRACE (5m), RECONCILE_LOOKBACK (15m), RECONCILE_QUEUE
-// (reconcile). SIGINT or SIGTERM stops the schedule, lets the SKU under
+// (reconcile), RECONCILE_METRICS_ADDR (127.0.0.1:9102, served by `serve`:
+// sweeps, drift found and repaired, duration, last success). SIGINT or SIGTERM stops the schedule, lets the SKU under
 // repair finish, then closes clients.
 package main
 
@@ -35,6 +36,7 @@ import (
 	"surge/pkg/app"
 	"surge/pkg/cluster"
 	"surge/pkg/config"
+	"surge/pkg/metrics"
 	"surge/pkg/queue"
 	"surge/pkg/reconcile"
 	"surge/pkg/stock"
@@ -53,6 +55,11 @@ type Config struct {
 	// Queue is the asynq queue of the sweeps: SURGE_RECONCILE_QUEUE,
 	// default reconcile.
 	Queue string `envconfig:"RECONCILE_QUEUE" default:"reconcile"`
+	// MetricsAddr serves GET /metrics while the schedule runs (sweeps,
+	// drift found and repaired, duration, last success):
+	// SURGE_RECONCILE_METRICS_ADDR, default 127.0.0.1:9102; empty serves
+	// none.
+	MetricsAddr string `envconfig:"RECONCILE_METRICS_ADDR" default:"127.0.0.1:9102"`
 }
 
 func main() {
@@ -135,7 +142,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger, needBroker bool) (*
 		d.close()
 		return nil, fmt.Errorf("rabbitmq: %w", err)
 	default:
-		log.Warn("rabbitmq unreachable: orders past the grace period are held, not published again", "err", err)
+		log.Warn("rabbitmq unreachable: orders past the grace period are reported, not published again", "err", err)
 	}
 	d.rec = reconcile.New(rdb.ClusterClient, reconcile.StoreLedger{Store: db}, opts)
 	return d, nil
@@ -155,13 +162,27 @@ func (d *deps) close() {
 // serve runs the schedule until ctx ends, then stops the scheduler, lets
 // the sweep in progress stop between two SKUs, and closes the engines.
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+	var ep *metrics.Endpoint
+	if cfg.MetricsAddr != "" {
+		var err error
+		if ep, err = metrics.Listen(cfg.MetricsAddr); err != nil {
+			return err
+		}
+		defer ep.Close()
+		go func() {
+			if err := ep.Serve(ctx); err != nil {
+				log.Error("metrics endpoint stopped", "err", err)
+			}
+		}()
+		log.Info("metrics listening", "addr", ep.Addr())
+	}
 	d, err := open(ctx, cfg, log, true)
 	if err != nil {
 		return err
 	}
 	defer d.close()
 	svc := reconcile.NewService(d.redis.ClusterClient, d.rec, reconcile.ServiceOptions{
-		Every: cfg.Every, Queue: cfg.Queue, Log: log,
+		Every: cfg.Every, Queue: cfg.Queue, Log: log, OnSweep: metrics.ReconcileReport,
 	})
 	return svc.Run(ctx)
 }

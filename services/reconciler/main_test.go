@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,10 +106,13 @@ func lostCommit(t *testing.T) (*store.Store, *stock.Stock, string) {
 }
 
 // TestServeByDefault runs the command without arguments: it serves the
-// schedule until its context ends, and a sweep repairs the SKU.
+// schedule until its context ends, a sweep repairs the SKU, and its
+// metrics endpoint reports the sweep and the repair.
 func TestServeByDefault(t *testing.T) {
 	_, st, sku := lostCommit(t)
 	queue := testenv.Unique("t.reconcile.")
+	addr := freeAddr(t)
+	t.Setenv("SURGE_RECONCILE_METRICS_ADDR", addr)
 	t.Setenv("SURGE_RECONCILE_EVERY", "1s")
 	t.Setenv("SURGE_RECONCILE_QUEUE", queue)
 	t.Cleanup(func() { _ = asynq.NewInspectorFromRedisClient(testenv.Redis(t)).DeleteQueue(queue, true) })
@@ -124,8 +131,53 @@ func TestServeByDefault(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	for _, want := range []string{`surge_reconcile_repairs_total{kind="commit_missing"} `, `surge_reconcile_runs_total{result="ok"} `,
+		"surge_reconcile_last_success_timestamp_seconds "} {
+		waitMetric(t, addr, want)
+	}
 	cancel()
 	if code := <-done; code != 0 {
 		t.Errorf("serve exit %d, want 0", code)
 	}
+}
+
+// waitMetric scrapes addr until the sample named by prefix is above 0.
+func waitMetric(t *testing.T, addr, prefix string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if v, ok := scrape(addr, prefix); ok && v > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never above 0 on %s", prefix, addr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func scrape(addr, prefix string) (float64, bool) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
