@@ -214,7 +214,7 @@ func TestPipelineAsServiceUsers(t *testing.T) {
 	p := &pipeline{URL: url, Token: "test-token", Stock: g.Stock, Cfg: c, DB: openDB(t, c.MySQL.DSN)}
 	sku := testenv.Unique("users-")
 	p.loadStock(t, sku, 3)
-	hc := newClient()
+	hc := newClient(t)
 	ids := map[string]bool{}
 	for i := range 4 {
 		a := post(t, hc, url, "k", orderBody(sku, 1, sku+"-c"+itoa(i)))

@@ -49,7 +49,7 @@ func TestMariaDBPausedWhileOrdersArrive(t *testing.T) {
 	sku := testenv.Unique("pause-")
 	p.loadStock(t, sku, 1000)
 
-	cl := newClient()
+	cl := newClient(t)
 	accepted := map[string]bool{}
 	placeOrder := func(i int) {
 		a := post(t, cl, p.URL, fmt.Sprint("k-", i), orderBody(sku, 1, fmt.Sprintf("%s-c%d", sku, i)))
@@ -182,7 +182,7 @@ func TestWorkerKilledMidBatch(t *testing.T) {
 	}
 	close(posted)
 	var wg sync.WaitGroup
-	cl := newClient()
+	cl := newClient(t)
 	for range 16 {
 		wg.Add(1)
 		go func() {

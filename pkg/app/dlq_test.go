@@ -12,6 +12,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"surge/internal/apitest"
 	"surge/internal/testenv"
 	"surge/pkg/ops"
 	"surge/pkg/order"
@@ -22,12 +23,24 @@ import (
 // JSON answer into out (when not nil).
 func dlqCall(t *testing.T, p *pipeline, method, path, body, operator string, out any) int {
 	t.Helper()
+	return adminDo(t, adminRequest(p, method, path, body, operator), out)
+}
+
+// adminRequest is an admin API request with the pipeline's token.
+func adminRequest(p *pipeline, method, path, body, operator string) *http.Request {
 	req, _ := http.NewRequest(method, p.URL+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+p.Token)
 	if operator != "" {
 		req.Header.Set("X-Surge-Operator", operator)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	return req
+}
+
+// adminDo sends req, validated against api/openapi.yaml, and decodes the
+// JSON answer into out (when not nil).
+func adminDo(t *testing.T, req *http.Request, out any) int {
+	t.Helper()
+	resp, err := apitest.Client(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +48,7 @@ func dlqCall(t *testing.T, p *pipeline, method, path, body, operator string, out
 	raw, _ := io.ReadAll(resp.Body)
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
-			t.Fatalf("%s %s: %d %q is not the expected JSON: %v", method, path, resp.StatusCode, raw, err)
+			t.Fatalf("%s %s: %d %q is not the expected JSON: %v", req.Method, req.URL.Path, resp.StatusCode, raw, err)
 		}
 	}
 	return resp.StatusCode
@@ -211,7 +224,7 @@ func TestTransientFailureRetriedThenParked(t *testing.T) {
 	if _, err := p.DB.DB().Exec("RENAME TABLE invoices TO invoices_away"); err != nil {
 		t.Fatal(err)
 	}
-	a := post(t, newClient(), p.URL, "broken-1", orderBody(sku, 2, sku))
+	a := post(t, newClient(t), p.URL, "broken-1", orderBody(sku, 2, sku))
 	if a.Status != http.StatusAccepted {
 		t.Fatalf("order: %d %+v", a.Status, a.Error)
 	}
@@ -250,7 +263,7 @@ func TestTransientFailureRetriedThenParked(t *testing.T) {
 func TestDeadLetterAPIRefusals(t *testing.T) {
 	p := startPipeline(t)
 	req, _ := http.NewRequest(http.MethodGet, p.URL+"/v1/admin/dlq", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := apitest.Client(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,23 +274,30 @@ func TestDeadLetterAPIRefusals(t *testing.T) {
 	type errAnswer struct {
 		Error struct{ Code, Message string } `json:"error"`
 	}
+	// invalid: the request breaks the document's schema on purpose (the
+	// others break only rules a schema does not say).
 	cases := []struct {
 		name, method, path, body string
 		status                   int
 		code                     string
+		invalid                  bool
 	}{
-		{"show unknown id", "GET", "/v1/admin/dlq/01NOSUCHLETTER", "", 404, "not_found"},
-		{"replay nothing", "POST", "/v1/admin/dlq/replay", `{}`, 400, "invalid_request"},
-		{"replay unknown id", "POST", "/v1/admin/dlq/replay", `{"ids":["01NOSUCHLETTER"]}`, 404, "not_found"},
-		{"replay ids and all", "POST", "/v1/admin/dlq/replay", `{"ids":["x"],"all":true}`, 400, "invalid_request"},
-		{"bad since", "POST", "/v1/admin/dlq/replay", `{"since":"last week"}`, 400, "invalid_request"},
-		{"unknown field", "POST", "/v1/admin/dlq/replay", `{"everything":true}`, 400, "invalid_request"},
-		{"discard nothing", "POST", "/v1/admin/dlq/discard", `{"ids":[]}`, 400, "invalid_request"},
+		{"show unknown id", "GET", "/v1/admin/dlq/01NOSUCHLETTER", "", 404, "not_found", false},
+		{"replay nothing", "POST", "/v1/admin/dlq/replay", `{}`, 400, "invalid_request", false},
+		{"replay unknown id", "POST", "/v1/admin/dlq/replay", `{"ids":["01NOSUCHLETTER"]}`, 404, "not_found", false},
+		{"replay ids and all", "POST", "/v1/admin/dlq/replay", `{"ids":["x"],"all":true}`, 400, "invalid_request", false},
+		{"bad since", "POST", "/v1/admin/dlq/replay", `{"since":"last week"}`, 400, "invalid_request", true},
+		{"unknown field", "POST", "/v1/admin/dlq/replay", `{"everything":true}`, 400, "invalid_request", true},
+		{"discard nothing", "POST", "/v1/admin/dlq/discard", `{"ids":[]}`, 400, "invalid_request", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var a errAnswer
-			if got := dlqCall(t, p, tc.method, tc.path, tc.body, "", &a); got != tc.status || a.Error.Code != tc.code || a.Error.Message == "" {
+			req := adminRequest(p, tc.method, tc.path, tc.body, "")
+			if tc.invalid {
+				req = apitest.Invalid(req)
+			}
+			if got := adminDo(t, req, &a); got != tc.status || a.Error.Code != tc.code || a.Error.Message == "" {
 				t.Fatalf("%d %+v, want %d %s with a message", got, a, tc.status, tc.code)
 			}
 		})

@@ -20,7 +20,7 @@ func TestIdempotencyKey(t *testing.T) {
 	p := startPipeline(t)
 	sku := testenv.Unique("idem-")
 	p.loadStock(t, sku, 10)
-	c := newClient()
+	c := newClient(t)
 	first := post(t, c, p.URL, "same-key", orderBody(sku, 2, sku+"-alice"))
 	again := post(t, c, p.URL, "same-key", orderBody(sku, 2, sku+"-alice"))
 	if first.Status != 202 || again.Status != 202 || first.OrderID != again.OrderID {
@@ -73,7 +73,7 @@ func TestBrokerUnreachable(t *testing.T) {
 	proxy.Cut()
 	req, _ := http.NewRequest(http.MethodPost, p.URL+"/v1/orders", strings.NewReader(orderBody(sku, 1, sku)))
 	req.Header.Set("Idempotency-Key", "down-1")
-	resp, err := newClient().Do(req)
+	resp, err := newClient(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestBrokerUnreachable(t *testing.T) {
 	}
 	proxy.Restore()
 	waitFor(t, "the gateway to publish again", 20*time.Second, func() (bool, error) {
-		a := post(t, newClient(), p.URL, "down-1", orderBody(sku, 1, sku))
+		a := post(t, newClient(t), p.URL, "down-1", orderBody(sku, 1, sku))
 		return a.Status == http.StatusAccepted, nil
 	})
 }
@@ -111,7 +111,7 @@ func TestBrokerRefuses(t *testing.T) {
 	if err := ch.QueueUnbind(topo.Queue, topo.RoutingKey, topo.Exchange, nil); err != nil {
 		t.Fatal(err)
 	}
-	a := post(t, newClient(), p.URL, "refused-1", orderBody(sku, 2, sku))
+	a := post(t, newClient(t), p.URL, "refused-1", orderBody(sku, 2, sku))
 	if a.Status != http.StatusServiceUnavailable || a.Error.Code != "unavailable" {
 		t.Fatalf("unroutable: %d %+v, want 503 unavailable", a.Status, a.Error)
 	}
@@ -127,7 +127,7 @@ func TestDuplicateDelivery(t *testing.T) {
 	p := startPipeline(t)
 	sku := testenv.Unique("dup-")
 	p.loadStock(t, sku, 5)
-	a := post(t, newClient(), p.URL, "dup-1", orderBody(sku, 2, sku))
+	a := post(t, newClient(t), p.URL, "dup-1", orderBody(sku, 2, sku))
 	if a.Status != 202 {
 		t.Fatalf("order: %d %+v", a.Status, a.Error)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"surge/internal/apitest"
 	"surge/internal/apptest"
 	"surge/internal/testenv"
 	"surge/pkg/app"
@@ -109,7 +110,7 @@ func (p *pipeline) restock(t *testing.T, sku string, n int) {
 	req, _ := http.NewRequest(http.MethodPut, p.URL+"/v1/admin/stock/"+sku,
 		strings.NewReader(`{"stock":`+itoa(n)+`,"name":"Flash item","price_cents":1999}`))
 	req.Header.Set("Authorization", "Bearer "+p.Token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := apitest.Client(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

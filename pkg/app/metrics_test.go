@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"surge/internal/apitest"
 	"surge/internal/testenv"
 	"surge/pkg/app"
 	"surge/pkg/config"
@@ -19,7 +20,7 @@ import (
 // scrape reads url's /metrics.
 func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
+	resp, err := apitest.Client(t).Get(url + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestMetricsMoveWhenOrdersFlow(t *testing.T) {
 		{"surge_cache_rebuilds_total", []string{"result=ok"}, 1},
 	}
 	before := scrape(t, p.URL)
-	c := newClient()
+	c := newClient(t)
 	for i := range 5 {
 		a := post(t, c, p.URL, "k-"+itoa(i), orderBody(sku, 1, sku+"-c"+itoa(i)))
 		if a.Status != http.StatusAccepted && a.Status != http.StatusConflict {
@@ -147,7 +148,7 @@ func TestRateLimitAnswers429(t *testing.T) {
 	p.loadStock(t, sku, 10)
 	customer := testenv.Unique("greedy-")
 	before := scrape(t, url)
-	hc := newClient()
+	hc := newClient(t)
 	for i := range 2 {
 		if a := post(t, hc, url, "k-"+itoa(i), orderBody(sku, 1, customer)); a.Status != http.StatusAccepted {
 			t.Fatalf("order %d within the burst: %d %+v", i, a.Status, a.Error)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"surge/internal/apitest"
 	"surge/internal/testenv"
 	"surge/pkg/order"
 )
@@ -28,10 +29,12 @@ type answer struct {
 	} `json:"error"`
 }
 
-func newClient() *http.Client {
-	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+// newClient is a client for many concurrent orders whose every request and
+// answer is validated against api/openapi.yaml.
+func newClient(t testing.TB) *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: apitest.Transport(t, &http.Transport{
 		MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256,
-	}}
+	})}
 }
 
 func post(t testing.TB, c *http.Client, url, key, body string) answer {
@@ -66,7 +69,7 @@ func TestFlashSale(t *testing.T) {
 	sku := testenv.Unique("flash-")
 	p.loadStock(t, sku, 100)
 	const buyers, twins = 3000, 300
-	c := newClient()
+	c := newClient(t)
 	answers := make([]answer, buyers+twins)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -144,7 +147,7 @@ func assertSoldOut(t *testing.T, p *pipeline, sku string, accepted map[string]bo
 
 func get(t *testing.T, url string) answer {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := apitest.Client(t).Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,10 +3,10 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"testing"
 	"time"
 
+	"surge/internal/apitest"
 	"surge/internal/testenv"
 	"surge/pkg/keys"
 )
@@ -20,7 +20,7 @@ type productAnswer struct {
 
 func getProduct(t *testing.T, url, sku string) (productAnswer, int) {
 	t.Helper()
-	resp, err := http.Get(url + "/v1/products/" + sku)
+	resp, err := apitest.Client(t).Get(url + "/v1/products/" + sku)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestProductViewFollowsSales(t *testing.T) {
 	if status != 200 || v != want {
 		t.Fatalf("first view: %d %+v, want %+v", status, v, want)
 	}
-	a := post(t, newClient(), p.URL, "view-1", orderBody(sku, 3, sku))
+	a := post(t, newClient(t), p.URL, "view-1", orderBody(sku, 3, sku))
 	if a.Status != 202 {
 		t.Fatalf("order: %d %+v", a.Status, a.Error)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"surge/internal/apitest"
 	"surge/internal/testenv"
 	"surge/pkg/cache"
 	"surge/pkg/httpapi"
@@ -35,7 +36,7 @@ func (c *countingSource) Product(ctx context.Context, sku string) (store.Product
 }
 
 // productServer serves GET /v1/products/{sku} from its own products cache
-// on its own Redis client: one gateway process.
+// on its own Redis client: one gateway process, with its request ids.
 func productServer(t *testing.T, db productSource) *httptest.Server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -46,7 +47,7 @@ func productServer(t *testing.T, db productSource) *httptest.Server {
 	api := &httpapi.Server{Log: log}
 	h := api.Handler()
 	api.Handle("GET /v1/products/{sku}", api.Products(p))
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(httpapi.RequestIDs(h))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -93,7 +94,7 @@ func TestColdProductCostsOneQuery(t *testing.T) {
 	for i := range servers {
 		servers[i] = productServer(t, src)
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}}
+	client := &http.Client{Transport: apitest.Transport(t, &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512})}
 	want := httpapi.ProductView{SKU: sku, Name: "Flash kettle", PriceCents: 2499, Available: 7}
 
 	const requests = 2000
@@ -139,15 +140,20 @@ func TestProductErrors(t *testing.T) {
 	unknown := testenv.Unique("nope-")
 	t.Cleanup(func() { rdb.Del(context.Background(), keys.Product(unknown)) })
 	for _, tt := range []struct {
-		sku    string
-		status int
-		code   string
+		sku     string
+		status  int
+		code    string
+		invalid bool // a SKU the contract does not allow, on purpose
 	}{
-		{unknown, 404, "unknown_sku"},
-		{unknown, 404, "unknown_sku"},
-		{"bad%20sku", 400, "invalid_request"},
+		{unknown, 404, "unknown_sku", false},
+		{unknown, 404, "unknown_sku", false},
+		{"bad%20sku", 400, "invalid_request", true},
 	} {
-		resp, err := http.Get(srv.URL + "/v1/products/" + tt.sku)
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/products/"+tt.sku, nil)
+		if tt.invalid {
+			req = apitest.Invalid(req)
+		}
+		resp, err := apitest.Client(t).Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

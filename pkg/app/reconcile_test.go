@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"surge/internal/apitest"
 	"surge/internal/testenv"
 	"surge/pkg/app"
 	"surge/pkg/config"
@@ -32,8 +33,13 @@ type reconcileAnswer struct {
 
 func postReconcile(t *testing.T, p *pipeline, body string) (int, reconcileAnswer) {
 	t.Helper()
+	return reconcileDo(t, adminRequest(p, http.MethodPost, "/v1/admin/reconcile", body, ""))
+}
+
+func reconcileDo(t *testing.T, req *http.Request) (int, reconcileAnswer) {
+	t.Helper()
 	var a reconcileAnswer
-	code := dlqCall(t, p, http.MethodPost, "/v1/admin/reconcile", body, "", &a)
+	code := adminDo(t, req, &a)
 	return code, a
 }
 
@@ -71,7 +77,7 @@ func TestAdminReconcile(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	resp, err := http.Post(p.URL+"/v1/admin/reconcile", "application/json", strings.NewReader(`{"skus":["`+sku+`"]}`))
+	resp, err := apitest.Client(t).Post(p.URL+"/v1/admin/reconcile", "application/json", strings.NewReader(`{"skus":["`+sku+`"]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,18 +85,24 @@ func TestAdminReconcile(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("without a token: %d, want 401", resp.StatusCode)
 	}
+	// invalid: the body breaks the document's schema on purpose.
 	refusals := []struct {
-		body   string
-		status int
-		code   string
+		body    string
+		status  int
+		code    string
+		invalid bool
 	}{
-		{`{"skus":["no spaces"]}`, http.StatusBadRequest, "invalid_request"},
-		{`{"skus":"` + sku + `"}`, http.StatusBadRequest, "invalid_request"},
-		{`{"sku":["` + sku + `"]}`, http.StatusBadRequest, "invalid_request"},
-		{`{"skus":["` + sku + `","no-such-` + sku + `"]}`, http.StatusNotFound, "unknown_sku"},
+		{`{"skus":["no spaces"]}`, http.StatusBadRequest, "invalid_request", true},
+		{`{"skus":"` + sku + `"}`, http.StatusBadRequest, "invalid_request", true},
+		{`{"sku":["` + sku + `"]}`, http.StatusBadRequest, "invalid_request", true},
+		{`{"skus":["` + sku + `","no-such-` + sku + `"]}`, http.StatusNotFound, "unknown_sku", false},
 	}
 	for _, r := range refusals {
-		if status, a := postReconcile(t, p, r.body); status != r.status || a.Error.Code != r.code || a.Error.Message == "" {
+		req := adminRequest(p, http.MethodPost, "/v1/admin/reconcile", r.body, "")
+		if r.invalid {
+			req = apitest.Invalid(req)
+		}
+		if status, a := reconcileDo(t, req); status != r.status || a.Error.Code != r.code || a.Error.Message == "" {
 			t.Errorf("%s: %d %+v, want %d %s", r.body, status, a.Error, r.status, r.code)
 		}
 	}

@@ -22,7 +22,7 @@ func TestSoldOutHint(t *testing.T) {
 	ctx := context.Background()
 	sku := testenv.Unique("hint-")
 	p.loadStock(t, sku, 1)
-	c := newClient()
+	c := newClient(t)
 	buyer, late := testenv.Unique("c-"), testenv.Unique("c-")
 
 	first := post(t, c, p.URL, "k", orderBody(sku, 1, buyer))

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"surge/internal/apitest"
 	"surge/internal/apptest"
 	"surge/internal/testenv"
 )
@@ -39,12 +40,12 @@ func TestStalledConfirmIsAnUnknownOutcome(t *testing.T) {
 	p.loadStock(t, sku, 6)
 	// A first order opens the publisher's one channel: a stalled broker
 	// would not answer the opening of a channel either.
-	if warm := post(t, newClient(), p.URL, "stall-0", orderBody(sku, 1, sku+"-w")); warm.Status != http.StatusAccepted {
+	if warm := post(t, newClient(t), p.URL, "stall-0", orderBody(sku, 1, sku+"-w")); warm.Status != http.StatusAccepted {
 		t.Fatalf("first order: %d %+v", warm.Status, warm.Error)
 	}
 	proxy.Stall()
-	slow := post(t, newClient(), p.URL, "stall-1", orderBody(sku, 2, sku+"-a"))
-	impatient := &http.Client{Timeout: 200 * time.Millisecond}
+	slow := post(t, newClient(t), p.URL, "stall-1", orderBody(sku, 2, sku+"-a"))
+	impatient := &http.Client{Timeout: 200 * time.Millisecond, Transport: apitest.Transport(t, nil)}
 	req, _ := http.NewRequest(http.MethodPost, p.URL+"/v1/orders", strings.NewReader(orderBody(sku, 1, sku+"-b")))
 	req.Header.Set("Idempotency-Key", "stall-2")
 	if resp, err := impatient.Do(req); err == nil {
@@ -65,7 +66,7 @@ func TestStalledConfirmIsAnUnknownOutcome(t *testing.T) {
 		return n == 3, err
 	})
 	for key, body := range map[string]string{"stall-1": orderBody(sku, 2, sku+"-a"), "stall-2": orderBody(sku, 1, sku+"-b")} {
-		again := post(t, newClient(), p.URL, key, body)
+		again := post(t, newClient(t), p.URL, key, body)
 		if again.Status != http.StatusAccepted {
 			t.Fatalf("retry of %s: %d %+v, want 202 for the invoiced order", key, again.Status, again.Error)
 		}
@@ -93,7 +94,7 @@ func TestKeyReusedAfterItsWindow(t *testing.T) {
 	p.loadStock(t, mug, 5)
 	p.loadStock(t, tee, 5)
 	buyer := testenv.Unique("c-")
-	first := post(t, newClient(), p.URL, "cart-7", orderBody(mug, 1, buyer))
+	first := post(t, newClient(t), p.URL, "cart-7", orderBody(mug, 1, buyer))
 	if first.Status != http.StatusAccepted {
 		t.Fatalf("first order: %d %+v", first.Status, first.Error)
 	}
@@ -102,7 +103,7 @@ func TestKeyReusedAfterItsWindow(t *testing.T) {
 		return n == 1, err
 	})
 	time.Sleep(c.IdempotencyTTL + 500*time.Millisecond) // the key's record expires
-	reused := post(t, newClient(), p.URL, "cart-7", orderBody(tee, 2, buyer))
+	reused := post(t, newClient(t), p.URL, "cart-7", orderBody(tee, 2, buyer))
 	if reused.Status != http.StatusAccepted || reused.OrderID == first.OrderID {
 		t.Fatalf("key reused after its window: %d %+v order %s, want 202 for a new order (not %s)",
 			reused.Status, reused.Error, reused.OrderID, first.OrderID)

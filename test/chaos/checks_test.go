@@ -131,7 +131,7 @@ func (p *pipeline) postOne(sku, customer string) int {
 		strings.NewReader(`{"sku":"`+sku+`","qty":1,"customer_id":"`+customer+`"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", "one")
-	resp, err := (&http.Client{Timeout: clientTimeout}).Do(req)
+	resp, err := apiClient(p.t).Do(req)
 	if err != nil {
 		p.t.Fatal(err)
 	}

@@ -139,7 +139,7 @@ func startFailover(t *testing.T, prefix string, stock, soldBefore int) *failover
 	f.slot = f.p.slot(f.sku)
 	f.master, f.replica = priv.shard(t, f.slot)
 	t.Cleanup(func() { priv.heal(t) })
-	f.s = newSale(f.p.url, f.sku)
+	f.s = newSale(t, f.p.url, f.sku)
 	f.stop = f.s.start(8, 20*time.Millisecond)
 	t.Cleanup(f.stop)
 	f.p.waitSold(f.sku, soldBefore, 60*time.Second)

@@ -119,7 +119,7 @@ func (p *pipeline) order(t *testing.T, sku, customer, key string) answer {
 		strings.NewReader(`{"sku":"`+sku+`","qty":1,"customer_id":"`+customer+`"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
-	resp, err := (&http.Client{Timeout: clientTimeout}).Do(req)
+	resp, err := apiClient(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func (p *pipeline) order(t *testing.T, sku, customer, key string) answer {
 // status reads an order's status through the gateway.
 func (p *pipeline) status(t *testing.T, id string) string {
 	t.Helper()
-	resp, err := (&http.Client{Timeout: clientTimeout}).Get(p.url + "/v1/orders/" + id)
+	resp, err := apiClient(t).Get(p.url + "/v1/orders/" + id)
 	if err != nil {
 		t.Fatal(err)
 	}

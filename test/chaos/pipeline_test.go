@@ -100,7 +100,7 @@ func (p *pipeline) loadStock(sku string, n int) {
 	body := fmt.Sprintf(`{"stock":%d,"name":"Chaos item","price_cents":500}`, n)
 	req, _ := http.NewRequest(http.MethodPut, p.url+"/v1/admin/stock/"+sku, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+adminToken)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := apiClient(p.t).Do(req)
 	if err != nil {
 		p.t.Fatal(err)
 	}

@@ -114,7 +114,7 @@ func (p *pipeline) post(t *testing.T, customer, key, body string) string {
 	req, _ := http.NewRequest(http.MethodPost, p.url+"/v1/orders", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
-	resp, err := (&http.Client{Timeout: clientTimeout}).Do(req)
+	resp, err := apiClient(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

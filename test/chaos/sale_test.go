@@ -14,12 +14,21 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
+
+	"surge/internal/apitest"
 )
 
 // clientTimeout is far above anything a request should take: an attempt
 // that reaches it hung, which the tests count as a failure.
 const clientTimeout = 20 * time.Second
+
+// apiClient is the tests' HTTP client: every request and answer is
+// validated against api/openapi.yaml, and what does not conform fails t.
+func apiClient(t testing.TB) *http.Client {
+	return &http.Client{Timeout: clientTimeout, Transport: apitest.Transport(t, nil)}
+}
 
 // sale sends orders of one unit for one SKU from several clients. Like a
 // checkout frontend, a client retries an order with the same
@@ -43,9 +52,8 @@ type attempt struct {
 	status     int // 0: transport error
 }
 
-func newSale(url, sku string) *sale {
-	return &sale{url: url, sku: sku, accepted: map[string]bool{},
-		client: &http.Client{Timeout: clientTimeout}}
+func newSale(t testing.TB, url, sku string) *sale {
+	return &sale{url: url, sku: sku, accepted: map[string]bool{}, client: apiClient(t)}
 }
 
 // start runs clients until the returned stop is called; stop waits for
