@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what surge needs to run locally on Debian, and only what is missing:
-# Redis (server + redis-cli), RabbitMQ, MariaDB, foreman (runs the Procfile) and curl.
+# Redis (server + redis-cli), RabbitMQ, MariaDB, foreman (runs the Procfile), curl, and
+# Chromium (headless, for the checkout page's browser tests in test/browser).
 # Go is not installed here: the script only checks that it is present and new enough.
 set -euo pipefail
 
@@ -19,7 +20,8 @@ rabbitmqctl rabbitmq-server
 mariadbd mariadb-server
 mariadb mariadb-client
 foreman ruby-foreman
-curl curl"
+curl curl
+chromium chromium"
 
 missing=()
 while read -r program package; do
@@ -28,7 +30,7 @@ while read -r program package; do
 done <<<"$needed"
 
 if ((${#missing[@]} == 0)); then
-	log "redis, rabbitmq, mariadb, foreman and curl are already installed"
+	log "redis, rabbitmq, mariadb, foreman, curl and chromium are already installed"
 else
 	command -v apt-get >/dev/null || {
 		log "error: missing ${missing[*]} and apt-get is not available; install them by hand"

@@ -1,0 +1,187 @@
+package browser
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"surge/internal/testenv"
+	"surge/pkg/app"
+)
+
+// TestCheckoutRetriesThroughBrokerOutage: with the gateway cut off from
+// RabbitMQ the order is answered 503 unavailable; the page says it is
+// retrying, retries with the same Idempotency-Key after Retry-After until
+// the broker is back (~2 s), and ends with one order, invoiced.
+func TestCheckoutRetriesThroughBrokerOutage(t *testing.T) {
+	p, proxy := startPipeline(t, options{Proxy: true})
+	browser := newBrowser(t)
+	sku := testenv.Unique("web-outage-")
+	p.loadStock(t, sku, 3)
+	customer := sku + "-patient"
+	tb := newTab(t, browser, customer, p.checkoutURL(p.Page, sku, customer, nil))
+
+	proxy.Cut()
+	clicked := time.Now()
+	if err := tb.buy(); err != nil {
+		t.Fatal(err)
+	}
+	waitPost(t, tb, http.StatusServiceUnavailable)
+	if s := tb.text("status"); !strings.Contains(s, "retrying") {
+		t.Errorf("status while the broker is cut: %q, want it to say retrying", s)
+	}
+	tb.screenshot(t, "broker-outage-retrying")
+	time.Sleep(time.Until(clicked.Add(2 * time.Second)))
+	proxy.Restore()
+	restored := time.Now()
+
+	r, err := tb.outcome(60 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.screenshot(t, "broker-outage-"+r.Outcome)
+	t.Logf("outcome %s %v after the click, %v after the restore; order requests %s", r.Outcome,
+		time.Since(clicked).Round(time.Millisecond), time.Since(restored).Round(time.Millisecond),
+		describePosts(tb.orderPosts(), clicked))
+	if r.Outcome != "invoiced" {
+		t.Fatalf("outcome %s: %q, want invoiced", r.Outcome, r.Text)
+	}
+	checkRetries(t, tb.orderPosts(), time.Second)
+	p.checkBooks(t, sku, 3, 1)
+	checkOneOrder(t, p, sku, customer, r.OrderID)
+}
+
+// TestCheckoutOutcomeUnknown: the broker takes the order but holds its
+// confirm back (as under a memory alarm), so the gateway answers 503
+// outcome_unknown with the order's id and Retry-After: 2. No worker runs
+// yet, so the order is not settled when the page looks it up: the page
+// keeps the key and retries after Retry-After; once confirms flow again
+// (and a worker runs) it shows the order invoiced, the one MySQL holds.
+func TestCheckoutOutcomeUnknown(t *testing.T) {
+	p, proxy := startPipeline(t, options{Proxy: true, NoWorker: true, Gateway: func(c *app.GatewayConfig) {
+		c.ConfirmTimeout = 500 * time.Millisecond
+		c.PublishChannels = 1 // opened by the first order, before the stall
+	}})
+	browser := newBrowser(t)
+	sku := testenv.Unique("web-unknown-")
+	p.loadStock(t, sku, 4)
+	warmUp(t, p, sku, sku+"-first")
+
+	customer := sku + "-unsure"
+	tb := newTab(t, browser, customer, p.checkoutURL(p.Page, sku, customer, nil))
+	proxy.Stall()
+	clicked := time.Now()
+	if err := tb.buy(); err != nil {
+		t.Fatal(err)
+	}
+	waitPost(t, tb, http.StatusServiceUnavailable)
+	time.Sleep(100 * time.Millisecond) // the page looks the order up, then waits
+	if s := tb.text("status"); !strings.Contains(s, "retrying") {
+		t.Errorf("status after outcome_unknown: %q, want it to say retrying", s)
+	}
+	tb.screenshot(t, "outcome-unknown-retrying")
+	time.Sleep(time.Until(clicked.Add(3 * time.Second)))
+	proxy.Resume()
+	p.StartWorker()
+
+	r, err := tb.outcome(60 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.screenshot(t, "outcome-unknown-"+r.Outcome)
+	t.Logf("outcome %s %v after the click; order requests %s", r.Outcome,
+		time.Since(clicked).Round(time.Millisecond), describePosts(tb.orderPosts(), clicked))
+	if r.Outcome != "invoiced" {
+		t.Fatalf("outcome %s: %q, want invoiced", r.Outcome, r.Text)
+	}
+	checkRetries(t, tb.orderPosts(), 2*time.Second)
+	p.checkBooks(t, sku, 4, 2)
+	checkOneOrder(t, p, sku, customer, r.OrderID)
+}
+
+// warmUp places one order from Go, answered 202: it opens the gateway's
+// publishing channel, which a stalled broker would not let it open.
+func warmUp(t *testing.T, p *pipeline, sku, customer string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"sku":%q,"qty":1,"customer_id":%q}`, sku, customer)
+	req, _ := http.NewRequest(http.MethodPost, p.API+"/v1/orders", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "warm-up")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("warm-up order: %d, want 202", resp.StatusCode)
+	}
+}
+
+// waitPost waits until the page got an answer with status to an order.
+func waitPost(t *testing.T, tb *tab, status int64) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		for _, q := range tb.orderPosts() {
+			if q.Status == status {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no %d answer: %+v", tb.name, status, tb.orderPosts())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkRetries checks the page's order requests: one Idempotency-Key
+// throughout, refused with 503 before the last, answered 202, each retry
+// at least minGap (Retry-After) after the one before.
+func checkRetries(t *testing.T, posts []post, minGap time.Duration) {
+	t.Helper()
+	if len(posts) < 2 || posts[0].Status != http.StatusServiceUnavailable || posts[len(posts)-1].Status != http.StatusAccepted {
+		t.Errorf("order requests %+v: want a 503 first and a retry answered 202 last", posts)
+	}
+	for i, q := range posts {
+		if q.Key == "" || q.Key != posts[0].Key {
+			t.Errorf("order requests %+v: want every retry under the first Idempotency-Key", posts)
+			return
+		}
+		// Retry-After is in whole seconds; allow for timer slack.
+		if i > 0 && q.At.Sub(posts[i-1].At) < minGap-50*time.Millisecond {
+			t.Errorf("retry %d came %v after the one before, want at least %v (Retry-After)", i, q.At.Sub(posts[i-1].At), minGap)
+		}
+	}
+}
+
+// checkOneOrder checks that MySQL holds exactly one order of customer for
+// sku, the one the page showed, invoiced.
+func checkOneOrder(t *testing.T, p *pipeline, sku, customer, shown string) {
+	t.Helper()
+	var mine []placed
+	for _, o := range p.orders(t, sku) {
+		if o.Customer == customer {
+			mine = append(mine, o)
+		}
+	}
+	if len(mine) != 1 || mine[0].ID != shown || mine[0].Status != "invoiced" || mine[0].Invoice == 0 {
+		t.Errorf("MySQL orders of %s: %+v, want only the page's order %s, invoiced", customer, mine, shown)
+	}
+}
+
+// describePosts lists the order requests as "+0.0s 503, +1.1s 202".
+func describePosts(posts []post, since time.Time) string {
+	var b strings.Builder
+	for i, q := range posts {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "+%.1fs %d in %v", q.At.Sub(since).Seconds(), q.Status, q.Took.Round(time.Millisecond))
+		if q.Failed != "" {
+			b.WriteString(" " + q.Failed)
+		}
+	}
+	return b.String()
+}
