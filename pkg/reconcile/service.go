@@ -74,8 +74,11 @@ func NewService(rdb redis.UniversalClient, rec *Reconciler, opts ServiceOptions)
 	s.sch = asynq.NewSchedulerFromRedisClient(rdb, &asynq.SchedulerOpts{
 		Logger:   alog,
 		LogLevel: asynq.WarnLevel,
-		EnqueueErrorHandler: func(_ *asynq.Task, _ []asynq.Option, err error) {
-			if errors.Is(err, asynq.ErrDuplicateTask) {
+		PostEnqueueFunc: func(_ *asynq.TaskInfo, err error) {
+			switch {
+			case err == nil:
+				return
+			case errors.Is(err, asynq.ErrDuplicateTask):
 				opts.Log.Debug("previous reconcile sweep still pending or running")
 				return
 			}

@@ -40,7 +40,7 @@ func TestSetStock(t *testing.T) {
 	if !errors.Is(err, order.ErrConflict) || !strings.Contains(err.Error(), "sold=3") {
 		t.Fatalf("stock below sold: err = %v, want ErrConflict saying sold=3", err)
 	}
-	if p, err = s.SetStock(ctx, "kettle", 3, nil, nil); err != nil {
+	if _, err = s.SetStock(ctx, "kettle", 3, nil, nil); err != nil {
 		t.Fatalf("stock equal to sold: %v", err)
 	}
 	if _, err := s.SetStock(ctx, "other", 0, nil, nil); err != nil {

@@ -65,12 +65,6 @@ func (p *proc) alive() bool {
 	}
 }
 
-func (p *proc) running() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.alive()
-}
-
 // kill sends SIGKILL and waits for the process to be gone.
 func (p *proc) kill() {
 	p.signalAndWait(syscall.SIGKILL, time.Minute)
