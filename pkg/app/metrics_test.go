@@ -88,6 +88,7 @@ func TestMetricsMoveWhenOrdersFlow(t *testing.T) {
 		{"surge_publish_duration_seconds", nil, 3},
 		{"surge_worker_orders_total", []string{"outcome=invoiced"}, 3},
 		{"surge_worker_processing_seconds", []string{"outcome=invoiced"}, 3},
+		{"surge_order_accepted_to_invoiced_seconds", nil, 3},
 		{"surge_http_request_duration_seconds", []string{"route=POST /v1/orders", "status=202"}, 3},
 		{"surge_http_request_duration_seconds", []string{"route=POST /v1/orders", "status=409"}, 2},
 		{"surge_rate_limit_decisions_total", []string{"scope=customer", "decision=allowed"}, 5},

@@ -81,6 +81,17 @@ var (
 		Namespace: Namespace, Name: "worker_orders_total",
 		Help: "Deliveries handled by the worker, by outcome: invoiced; rejected (an accepted order MySQL had no unit for: the compensation after Redis lost writes, reason sold_out_after_acceptance); duplicate; conflict (the order id reused for another request after a failover lost its idempotency record: not invoiced); retried; dead.",
 	}, []string{"outcome"})
+	acceptedToInvoiced = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "order_accepted_to_invoiced_seconds",
+		Help:    "Time from an order's acceptance at the gateway (its clock) to its invoice in MySQL.",
+		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900},
+	})
+
+	buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "build_info",
+		Help: "Always 1, labelled with the build: the module version, the VCS revision and the Go version.",
+	}, []string{"version", "revision", "goversion"})
+
 	workerDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: Namespace, Name: "worker_processing_seconds",
 		Help:    "Time the worker spent on one delivery, by outcome.",
@@ -151,11 +162,12 @@ var (
 )
 
 func init() {
+	setBuildInfo()
 	Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		httpDuration, reservations, releases, outcomeUnknown, publishes, publishDuration,
-		workerOrders, workerDuration, retries, deadLetters,
+		workerOrders, workerDuration, acceptedToInvoiced, buildInfo, retries, deadLetters,
 		reconcileDrift, reconcileRepairs, reconcileRuns, reconcileDuration, reconcileLastSuccess,
 		lockAcquisitions, lockWait, cacheRequests, cacheRebuilds, rateLimited,
 	)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -220,9 +221,35 @@ func TestHandlerServesEveryFamily(t *testing.T) {
 		"surge_retries_total", "surge_dead_letters_total", "surge_reconcile_drift_total",
 		"surge_reconcile_repairs_total", "surge_lock_acquisitions_total", "surge_cache_requests_total",
 		"surge_cache_rebuilds_total", "surge_rate_limit_decisions_total", "go_goroutines",
+		"surge_build_info", "surge_order_accepted_to_invoiced_seconds",
 	} {
 		if !strings.Contains(body, "\n"+name) && !strings.HasPrefix(body, name) {
 			t.Errorf("/metrics lacks %s", name)
 		}
 	}
+}
+
+// TestBuildInfo: the build is published, once, with value 1 and the Go
+// version of the binary.
+func TestBuildInfo(t *testing.T) {
+	fams, err := Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != "surge_build_info" {
+			continue
+		}
+		ms := f.GetMetric()
+		if len(ms) != 1 || value(ms[0]) != 1 {
+			t.Fatalf("surge_build_info: %v, want one series of value 1", ms)
+		}
+		for _, lp := range ms[0].GetLabel() {
+			if lp.GetName() == "goversion" && lp.GetValue() == runtime.Version() {
+				return
+			}
+		}
+		t.Fatalf("surge_build_info labels %v lack goversion=%s", ms[0].GetLabel(), runtime.Version())
+	}
+	t.Fatal("surge_build_info is not published")
 }

@@ -141,6 +141,11 @@ func publishResult(err error) string {
 // retries and dead letters.
 type WorkerObserver struct{}
 
+// Invoiced records how long an invoiced order took from its acceptance.
+func (WorkerObserver) Invoiced(sinceAccepted time.Duration) {
+	acceptedToInvoiced.Observe(sinceAccepted.Seconds())
+}
+
 // Observe records one handled delivery.
 func (WorkerObserver) Observe(outcome string, d time.Duration) {
 	workerOrders.WithLabelValues(outcome).Inc()

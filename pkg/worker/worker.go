@@ -56,6 +56,13 @@ type Observer interface {
 	Observe(outcome string, d time.Duration)
 }
 
+// LatencyObserver, implemented by an Observer that wants it, is told how
+// long each invoiced order took from its acceptance (the gateway's clock)
+// to its invoice: what a buyer waits.
+type LatencyObserver interface {
+	Invoiced(sinceAccepted time.Duration)
+}
+
 // Processor handles deliveries.
 type Processor struct {
 	Ledger   Ledger
@@ -99,6 +106,9 @@ func (p *Processor) Handle(ctx context.Context, d Delivery) {
 	outcome, o, err := p.handle(ctx, d)
 	if p.Observer != nil {
 		p.Observer.Observe(outcome, time.Since(start))
+		if lo, ok := p.Observer.(LatencyObserver); ok && outcome == OutcomeInvoiced && o.AcceptedAtMs > 0 {
+			lo.Invoiced(time.Since(time.UnixMilli(o.AcceptedAtMs)))
+		}
 	}
 	log := p.log().With("order_id", o.ID, "sku", o.SKU, "outcome", outcome)
 	if err != nil {

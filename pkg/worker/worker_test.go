@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"surge/pkg/order"
 	"surge/pkg/stock"
@@ -63,5 +64,24 @@ func TestDuplicateSettlesWhatMySQLHolds(t *testing.T) {
 				t.Fatalf("redis calls %v, want [%s]", settled.calls, c.want)
 			}
 		})
+	}
+}
+
+// latencies records what a LatencyObserver is told.
+type latencies struct{ invoiced []time.Duration }
+
+func (l *latencies) Observe(string, time.Duration) {}
+func (l *latencies) Invoiced(d time.Duration)       { l.invoiced = append(l.invoiced, d) }
+
+// TestAcceptedToInvoicedLatency: an invoiced order reports how long it
+// took from its acceptance at the gateway.
+func TestAcceptedToInvoicedLatency(t *testing.T) {
+	obs := &latencies{}
+	p := &Processor{Ledger: fixedLedger{store.Result{Status: order.StatusInvoiced}}, Stock: &settleLog{},
+		Observer: obs, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	o := order.Order{ID: "o_1", SKU: "mug", Qty: 1, CustomerID: "alice", AcceptedAtMs: time.Now().Add(-2 * time.Second).UnixMilli()}
+	p.Handle(context.Background(), &recorder{o: o})
+	if len(obs.invoiced) != 1 || obs.invoiced[0] < 2*time.Second || obs.invoiced[0] > 10*time.Second {
+		t.Fatalf("latencies %v, want one of about 2s", obs.invoiced)
 	}
 }
