@@ -71,7 +71,7 @@ func TestDuplicateSettlesWhatMySQLHolds(t *testing.T) {
 type latencies struct{ invoiced []time.Duration }
 
 func (l *latencies) Observe(string, time.Duration) {}
-func (l *latencies) Invoiced(d time.Duration)       { l.invoiced = append(l.invoiced, d) }
+func (l *latencies) Invoiced(d time.Duration)      { l.invoiced = append(l.invoiced, d) }
 
 // TestAcceptedToInvoicedLatency: an invoiced order reports how long it
 // took from its acceptance at the gateway.
