@@ -77,8 +77,8 @@ func TestDeadQueueDeliveryLimit(t *testing.T) {
 	}
 
 	p := testenv.Unique("t") + "."
-	legacy := Topology{Exchange: p + "orders", Queue: p + "orders.created", DeadQueue: p + "orders.dead",
-		RetryDelays: []time.Duration{time.Second}}.WithDefaults()
+	legacy := Topology{Exchange: p + "orders", Queue: p + "orders.created", DeadExchange: p + "orders.dlx",
+		DeadQueue: p + "orders.dead", RetryExchange: p + "orders.retry", RetryDelays: []time.Duration{time.Second}}.WithDefaults()
 	if err := declared(legacy.DeadQueue, amqp.Table{"x-queue-type": "quorum"}); err != nil {
 		t.Fatal(err)
 	}
