@@ -186,13 +186,12 @@ func (s *Service) answerSoldOut(ctx context.Context, o order.Order, c order.Clai
 // key with no open record is answered unavailable; otherwise, and when
 // the records cannot be read, the outcome is unknown.
 func (s *Service) claimFailed(ctx context.Context, o order.Order, key string, err error) error {
-	for _, passed := range []error{order.ErrIdempotencyMismatch, order.ErrRateLimited, order.ErrSoldOut, order.ErrOutcomeUnknown} {
-		if errors.Is(err, passed) {
-			if errors.Is(err, order.ErrOutcomeUnknown) && s.OnOutcomeUnknown != nil {
-				s.OnOutcomeUnknown()
-			}
-			return err
-		}
+	switch {
+	case errors.Is(err, order.ErrOutcomeUnknown):
+		s.countUnknown()
+		return err
+	case errors.Is(err, order.ErrIdempotencyMismatch), errors.Is(err, order.ErrRateLimited), errors.Is(err, order.ErrSoldOut):
+		return err
 	}
 	return s.Refused(ctx, o, key, fmt.Errorf("claim: %w: %w", order.ErrUnavailable, err))
 }
@@ -271,10 +270,14 @@ func (s *Service) notTakenOrUnknown(ctx context.Context, o order.Order, c order.
 }
 
 func (s *Service) unknown(o order.Order, cause error) error {
+	s.countUnknown()
+	return &order.UnknownOutcomeError{OrderID: o.ID, Cause: cause}
+}
+
+func (s *Service) countUnknown() {
 	if s.OnOutcomeUnknown != nil {
 		s.OnOutcomeUnknown()
 	}
-	return &order.UnknownOutcomeError{OrderID: o.ID, Cause: cause}
 }
 
 // forget deletes the record c made, if it made one. A record left behind

@@ -63,10 +63,16 @@ func (h *SoldOutHints) SoldOut(sku string, now time.Time) Hint {
 	}
 	h.mu.RLock()
 	e, ok := h.hints[sku]
-	fresh := ok && now.Before(e.seen.Add(h.TTL))
+	var seen time.Time
+	if ok {
+		seen = e.seen
+	}
 	h.mu.RUnlock()
-	if !ok || fresh {
-		return Hint{SoldOut: fresh, Seen: seenOf(e, ok)}
+	switch {
+	case !ok:
+		return Hint{}
+	case now.Before(seen.Add(h.TTL)):
+		return Hint{SoldOut: true, Seen: seen}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -84,13 +90,6 @@ func (h *SoldOutHints) SoldOut(sku string, now time.Time) Hint {
 	}
 	e.probeAt = now
 	return Hint{Probe: true}
-}
-
-func seenOf(e *hint, ok bool) time.Time {
-	if !ok {
-		return time.Time{}
-	}
-	return e.seen
 }
 
 // Observe records what a reservation of sku saw: avail units left (after

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -100,13 +99,12 @@ const (
 func (r *Records) Claim(ctx context.Context, o order.Order, key string, soldOut bool) (order.Claim, error) {
 	fp := o.Fingerprint()
 	w := order.Window(r.now(), r.ttl)
-	ids := [4]string{}
+	ids := order.IDsFor(o.CustomerID, key, w-2, 4)
 	ks := []string{keys.CustomerRate(o.CustomerID)}
-	for i := range ids {
-		ids[i] = order.IDFor(o.CustomerID, key, w-2+int64(i))
-		ks = append(ks, keys.Idem(ids[i]))
+	for _, id := range ids {
+		ks = append(ks, keys.Idem(id))
 	}
-	c := order.Claim{Nonce: newNonce()}
+	c := order.Claim{Nonce: order.Nonce()}
 	mark := "0"
 	if soldOut {
 		mark = "1"
@@ -139,7 +137,7 @@ func (r *Records) Claim(ctx context.Context, o order.Order, key string, soldOut 
 
 // refused answers a claim over the customer's budget: not taken, unless
 // the key already names an order with this body that may be taken.
-func (r *Records) refused(c order.Claim, o order.Order, ids [4]string, res []any) (order.Claim, error) {
+func (r *Records) refused(c order.Claim, o order.Order, ids []string, res []any) (order.Claim, error) {
 	wait, _ := res[1].(int64)
 	idx, _ := res[2].(int64)
 	rec, _ := res[3].(string)
@@ -190,8 +188,7 @@ func fingerprint(rec string) string {
 // create now. It reads only, so it also answers when Redis refuses writes
 // (maxmemory reached).
 func (r *Records) Existing(ctx context.Context, o order.Order, key string) (id string, open bool, err error) {
-	w := order.Window(r.now(), r.ttl)
-	ids := []string{order.IDFor(o.CustomerID, key, w-1), order.IDFor(o.CustomerID, key, w), order.IDFor(o.CustomerID, key, w+1)}
+	ids := order.IDsFor(o.CustomerID, key, order.Window(r.now(), r.ttl)-1, 3)
 	vals, err := r.rdb.MGet(ctx, keys.Idem(ids[0]), keys.Idem(ids[1]), keys.Idem(ids[2])).Result()
 	if err != nil {
 		return ids[1], false, fmt.Errorf("look up idempotency records customer=%s: %w", o.CustomerID, err)
@@ -202,12 +199,6 @@ func (r *Records) Existing(ctx context.Context, o order.Order, key string) (id s
 		}
 	}
 	return ids[1], false, nil
-}
-
-// newNonce returns 8 random hex characters: enough to tell one call from
-// the others that claim the same key.
-func newNonce() string {
-	return strconv.FormatUint(uint64(rand.Uint32())|1<<32, 16)[1:]
 }
 
 // Forget deletes the record c made, for an order that was certainly not

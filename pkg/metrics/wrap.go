@@ -45,14 +45,15 @@ var _ StockReserver = Reserver{}
 
 // Reserve calls Next.Reserve and counts its outcome.
 func (r Reserver) Reserve(ctx context.Context, o order.Order) (stock.Reservation, error) {
-	res, err := r.Next.Reserve(ctx, o)
-	reservations.WithLabelValues(reservationOutcome(res, err)).Inc()
-	return res, err
+	return countReservation(r.Next.Reserve(ctx, o))
 }
 
 // ReserveRetry calls Next.ReserveRetry and counts its outcome.
 func (r Reserver) ReserveRetry(ctx context.Context, o order.Order) (stock.Reservation, error) {
-	res, err := r.Next.ReserveRetry(ctx, o)
+	return countReservation(r.Next.ReserveRetry(ctx, o))
+}
+
+func countReservation(res stock.Reservation, err error) (stock.Reservation, error) {
 	reservations.WithLabelValues(reservationOutcome(res, err)).Inc()
 	return res, err
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -135,8 +136,26 @@ func validateToken(field, v string, max int) error {
 // order's idempotency record, which lives on the customer's slot, from the
 // id alone.
 func IDFor(customerID, idemKey string, window int64) string {
-	h := sha256.Sum256([]byte(customerID + "\x00" + idemKey + "\x00" + strconv.FormatInt(window, 10)))
-	return "o_" + TagFor(customerID) + hex.EncodeToString(h[:orderIDHashBytes-customerTagBytes])
+	return IDsFor(customerID, idemKey, window, 1)[0]
+}
+
+// IDsFor is IDFor for n windows in a row from the first: the customer's
+// tag is hashed once (a claim looks at the key's ids in four windows).
+func IDsFor(customerID, idemKey string, first int64, n int) []string {
+	prefix := "o_" + TagFor(customerID)
+	ids := make([]string, n)
+	for i := range ids {
+		h := sha256.Sum256([]byte(customerID + "\x00" + idemKey + "\x00" + strconv.FormatInt(first+int64(i), 10)))
+		ids[i] = prefix + hex.EncodeToString(h[:orderIDHashBytes-customerTagBytes])
+	}
+	return ids
+}
+
+// Nonce returns 8 random hex characters: enough to tell apart the
+// requests that write for one order id (a claim's record, a reservation),
+// which is all a nonce is compared against.
+func Nonce() string {
+	return strconv.FormatUint(uint64(rand.Uint32())|1<<32, 16)[1:]
 }
 
 // Window numbers the idempotency windows of length ttl (at least 1ms):

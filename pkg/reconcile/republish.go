@@ -26,14 +26,12 @@ func (r *Reconciler) republish(ctx context.Context, sku string, ops []releaseOp,
 	if len(ops) == 0 {
 		return nil
 	}
-	if dryRun || r.opts.Publisher == nil {
-		for _, op := range ops {
-			if dryRun {
-				ch.Republished = append(ch.Republished, op.id)
-			} else {
-				ch.Unpublished = append(ch.Unpublished, op.id)
-			}
-		}
+	switch {
+	case dryRun:
+		ch.Republished = opIDs(ops)
+		return nil
+	case r.opts.Publisher == nil:
+		ch.Unpublished = opIDs(ops)
 		return nil
 	}
 	adopted, err := r.adopt(ctx, sku, ops)
@@ -56,6 +54,14 @@ func (r *Reconciler) republish(ctx context.Context, sku string, ops []releaseOp,
 		ch.Republished = append(ch.Republished, op.id)
 	}
 	return nil
+}
+
+func opIDs(ops []releaseOp) []string {
+	ids := make([]string, len(ops))
+	for i, op := range ops {
+		ids[i] = op.id
+	}
+	return ids
 }
 
 // adopt runs lua/adopt.lua and returns the adopted ids.

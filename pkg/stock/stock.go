@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -137,37 +136,30 @@ func (s *Stock) ReserveRetry(ctx context.Context, o order.Order) (Reservation, e
 var ErrUndone = errors.New("order undone by its first request")
 
 func (s *Stock) reserve(ctx context.Context, o order.Order, newClaim string) (Reservation, error) {
-	nonce := newNonce()
+	r := Reservation{Nonce: order.Nonce()}
 	ks := []string{keys.Avail(o.SKU), keys.Resv(o.SKU), keys.OrderState(o.SKU, o.ID)}
-	res, err := s.runReserve(ctx, ks, o.ID, o.Qty, nonce, o.CustomerID, s.ttl, newClaim)
+	res, err := s.runReserve(ctx, ks, o.ID, o.Qty, r.Nonce, o.CustomerID, s.ttl, newClaim)
 	if err != nil {
-		return Reservation{Nonce: nonce}, fmt.Errorf("reserve sku=%s order=%s: %w", o.SKU, o.ID, err)
+		return r, fmt.Errorf("reserve sku=%s order=%s: %w", o.SKU, o.ID, err)
 	}
 	if len(res) != 2 {
-		return Reservation{Nonce: nonce}, fmt.Errorf("reserve sku=%s: unexpected reply %v", o.SKU, res)
+		return r, fmt.Errorf("reserve sku=%s: unexpected reply %v", o.SKU, res)
 	}
-	r := Reservation{Avail: int(res[1]), Nonce: nonce}
+	// The script answers avail 0 with every code but 0 and 1.
+	r.Avail, r.Repeat = int(res[1]), res[0] == 2 || res[0] == 3
 	switch res[0] {
-	case 1:
+	case 1, 2:
 		return r, nil
-	case 2:
-		return Reservation{Repeat: true, Nonce: nonce}, nil
 	case 0:
 		return r, fmt.Errorf("reserve sku=%s qty=%d avail=%d: %w", o.SKU, o.Qty, res[1], order.ErrSoldOut)
 	case 3:
-		return Reservation{Repeat: true, Nonce: nonce}, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrSoldOut)
+		return r, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrSoldOut)
 	case 4:
-		return Reservation{Nonce: nonce}, fmt.Errorf("reserve sku=%s order=%s: %w", o.SKU, o.ID, ErrUndone)
+		return r, fmt.Errorf("reserve sku=%s order=%s: %w", o.SKU, o.ID, ErrUndone)
 	case -1:
-		return Reservation{Nonce: nonce}, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrNotLoaded)
+		return r, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrNotLoaded)
 	}
-	return Reservation{Nonce: nonce}, fmt.Errorf("reserve sku=%s: unexpected code %d", o.SKU, res[0])
-}
-
-// newNonce returns 8 random hex characters: enough to tell apart the
-// requests for one order id, which is all a nonce is compared against.
-func newNonce() string {
-	return strconv.FormatUint(uint64(rand.Uint32())|1<<32, 16)[1:]
+	return r, fmt.Errorf("reserve sku=%s: unexpected code %d", o.SKU, res[0])
 }
 
 // CommitOutcome says how a Commit call ended.
