@@ -20,7 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Defaults match DESIGN.md; each can be overridden by the same SURGE_
+// Defaults match the services' (README, Configuration); each can be overridden by the same SURGE_
 // variables the services read.
 const (
 	defaultRedisAddrs = "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005"

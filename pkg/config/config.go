@@ -43,8 +43,9 @@ func (r Redis) Options() cluster.Options {
 type AMQP struct {
 	// URL is SURGE_AMQP_URL, default amqp://guest:guest@127.0.0.1:5672/.
 	URL string `envconfig:"AMQP_URL" default:"amqp://guest:guest@127.0.0.1:5672/"`
-	// Exchange, Queue and DeadQueue override the DESIGN.md names (tests
-	// use their own); empty means the defaults.
+	// Exchange, Queue and DeadQueue override the names operators rely on
+	// (README: orders, orders.created, orders.dead; tests use their own);
+	// empty means the defaults.
 	Exchange  string `envconfig:"AMQP_EXCHANGE"`
 	Queue     string `envconfig:"AMQP_QUEUE"`
 	DeadQueue string `envconfig:"AMQP_DEAD_QUEUE"`

@@ -1,5 +1,6 @@
-// Package httpapi serves surge's HTTP contract (DESIGN.md): orders,
-// products, the admin API behind a bearer token, health and readiness.
+// Package httpapi serves surge's HTTP contract (docs/API.md,
+// api/openapi.yaml): orders, products, the admin API behind a bearer
+// token, health and readiness.
 package httpapi
 
 import (

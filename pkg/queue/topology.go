@@ -11,7 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// Default names and limits (DESIGN.md: operators and tools rely on the
+// Default names and limits (README, docs/API.md: operators and tools rely on the
 // names).
 const (
 	DefaultExchange      = "orders"
@@ -145,7 +145,7 @@ func delayName(d time.Duration) string {
 
 // quorumArgs are the arguments every queue of the flow shares: quorum
 // type, and at-least-once dead-lettering, which RabbitMQ only honours with
-// x-overflow reject-publish (DESIGN.md facts).
+// x-overflow reject-publish (RabbitMQ's quorum-queue dead-lettering).
 func quorumArgs(deadExchange string) amqp.Table {
 	return amqp.Table{
 		"x-queue-type":           "quorum",

@@ -36,7 +36,7 @@ type releaseOp struct {
 	id, held string
 }
 
-// makePlan decides the repairs of DESIGN.md from one Redis view and one
+// makePlan decides the repairs (README, Reconciler) from one Redis view and one
 // MySQL snapshot:
 //   - a reservation whose order MySQL invoiced is committed;
 //   - an order MySQL invoiced within the lookback window whose state is

@@ -32,7 +32,8 @@ func report(t *testing.T, what string, s *sale, t0 time.Time, promoted time.Time
 	measurements = append(measurements, line)
 }
 
-// TestLostWritesHealedByReconciler is DESIGN.md's lost-writes failover: the
+// TestLostWritesHealedByReconciler is the lost-writes failover the README's
+// Reconciler section describes: the
 // replica of the SKU's master is stopped and its link cut, more orders are
 // accepted and invoiced on the master alone, the master is killed and the
 // stale replica promoted. The sale goes on past the real stock, then the
