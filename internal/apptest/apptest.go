@@ -6,16 +6,64 @@ package apptest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"surge/internal/testenv"
 	"surge/pkg/app"
 	"surge/pkg/config"
 )
+
+// Common returns configuration for the local engines on fresh names (an
+// exchange and queues of the test's own, deleted at cleanup; short retry
+// tiers), with the test database migrated.
+func Common(t testing.TB) config.Common {
+	t.Helper()
+	var c config.Common
+	if err := config.Load(&c); err != nil {
+		t.Fatal(err)
+	}
+	c.Redis.Addrs, c.Redis.Password = testenv.RedisAddrs(), testenv.RedisPassword()
+	testenv.Redis(t)
+	c.AMQP.URL = testenv.AMQPURL(t)
+	name := testenv.Unique("t.orders.")
+	c.AMQP.Exchange, c.AMQP.Queue, c.AMQP.DeadQueue = name, name+".created", name+".dead"
+	c.AMQP.RetryDelays = []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}
+	c.MySQL.DSN = testenv.MySQLDSN(t)
+	if err := app.Migrate(context.Background(), c.MySQL.DSN, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { DeleteTopology(c) })
+	return c
+}
+
+// PutStock sets sku's stock through the admin API of the gateway at url
+// with c (the product, named name at priceCents, is created when
+// missing), and fails t unless the gateway answers 200.
+func PutStock(t testing.TB, c *http.Client, url, token, sku string, stock int, name string, priceCents int) {
+	t.Helper()
+	body := fmt.Sprintf(`{"stock":%d,"name":%q,"price_cents":%d}`, stock, name, priceCents)
+	req, _ := http.NewRequest(http.MethodPut, url+"/v1/admin/stock/"+sku, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("load stock of %s: %d %s", sku, resp.StatusCode, b)
+	}
+}
 
 // GatewayConfig is the gateway's production defaults (SURGE_ variables)
 // on c, with the admin token given.

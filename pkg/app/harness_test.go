@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -35,26 +33,8 @@ func quietLog() *slog.Logger {
 }
 
 // commonConfig returns configuration on fresh names, with the database
-// migrated.
-func commonConfig(t *testing.T) config.Common {
-	t.Helper()
-	var c config.Common
-	if err := config.Load(&c); err != nil {
-		t.Fatal(err)
-	}
-	c.Redis.Addrs, c.Redis.Password = testenv.RedisAddrs(), testenv.RedisPassword()
-	testenv.Redis(t)
-	c.AMQP.URL = testenv.AMQPURL(t)
-	name := testenv.Unique("t.orders.")
-	c.AMQP.Exchange, c.AMQP.Queue, c.AMQP.DeadQueue = name, name+".created", name+".dead"
-	c.AMQP.RetryDelays = []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}
-	c.MySQL.DSN = testenv.MySQLDSN(t)
-	if err := app.Migrate(context.Background(), c.MySQL.DSN, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { apptest.DeleteTopology(c) })
-	return c
-}
+// migrated (apptest.Common).
+func commonConfig(t *testing.T) config.Common { return apptest.Common(t) }
 
 // startGateway runs a gateway with its production defaults on c until
 // cleanup and returns its URL.
@@ -107,18 +87,7 @@ func (p *pipeline) loadStock(t *testing.T, sku string, n int) {
 // restock sets a product's stock through the admin API.
 func (p *pipeline) restock(t *testing.T, sku string, n int) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPut, p.URL+"/v1/admin/stock/"+sku,
-		strings.NewReader(`{"stock":`+itoa(n)+`,"name":"Flash item","price_cents":1999}`))
-	req.Header.Set("Authorization", "Bearer "+p.Token)
-	resp, err := apitest.Client(t).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("load stock: %d %s", resp.StatusCode, body)
-	}
+	apptest.PutStock(t, apitest.Client(t), p.URL, p.Token, sku, n, "Flash item", 1999)
 }
 
 // waitFor polls cond until it holds or the deadline passes.

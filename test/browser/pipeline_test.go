@@ -2,7 +2,6 @@ package browser
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -47,26 +46,8 @@ func servePage(t *testing.T) string {
 }
 
 // commonConfig returns configuration on fresh names, with the database
-// migrated (as pkg/app's tests do).
-func commonConfig(t *testing.T) config.Common {
-	t.Helper()
-	var c config.Common
-	if err := config.Load(&c); err != nil {
-		t.Fatal(err)
-	}
-	c.Redis.Addrs, c.Redis.Password = testenv.RedisAddrs(), testenv.RedisPassword()
-	testenv.Redis(t)
-	c.AMQP.URL = testenv.AMQPURL(t)
-	name := testenv.Unique("t.orders.")
-	c.AMQP.Exchange, c.AMQP.Queue, c.AMQP.DeadQueue = name, name+".created", name+".dead"
-	c.AMQP.RetryDelays = []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}
-	c.MySQL.DSN = testenv.MySQLDSN(t)
-	if err := app.Migrate(context.Background(), c.MySQL.DSN, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { apptest.DeleteTopology(c) })
-	return c
-}
+// migrated (apptest.Common).
+func commonConfig(t *testing.T) config.Common { return apptest.Common(t) }
 
 // options shape a pipeline: Proxy puts the gateway's RabbitMQ connection
 // through a proxy the test can cut or stall (the worker's does not go
@@ -115,18 +96,7 @@ func startPipeline(t *testing.T, o options) (*pipeline, *testenv.Proxy) {
 func (p *pipeline) loadStock(t *testing.T, sku string, n int) {
 	t.Helper()
 	testenv.CleanupSKU(t, testenv.Redis(t), sku)
-	body := fmt.Sprintf(`{"stock":%d,"name":"Limited sneaker","price_cents":12900}`, n)
-	req, _ := http.NewRequest(http.MethodPut, p.API+"/v1/admin/stock/"+sku, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("load stock: %d %s", resp.StatusCode, b)
-	}
+	apptest.PutStock(t, http.DefaultClient, p.API, adminToken, sku, n, "Limited sneaker", 12900)
 }
 
 // checkoutURL is the page at base for customer, against the gateway;

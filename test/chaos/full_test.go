@@ -106,6 +106,7 @@ func (p *pipeline) keyspace(t *testing.T, sku string) string {
 // answer is a POST /v1/orders answer.
 type answer struct {
 	Status  int    `json:"-"`
+	raw     string // the body as it came
 	OrderID string `json:"order_id"`
 	Error   struct {
 		Code string `json:"code"`
@@ -115,8 +116,13 @@ type answer struct {
 // order posts one unit of sku for customer with key.
 func (p *pipeline) order(t *testing.T, sku, customer, key string) answer {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, p.url+"/v1/orders",
-		strings.NewReader(`{"sku":"`+sku+`","qty":1,"customer_id":"`+customer+`"}`))
+	return p.send(t, key, `{"sku":"`+sku+`","qty":1,"customer_id":"`+customer+`"}`)
+}
+
+// send posts an order's body with key and reads the answer.
+func (p *pipeline) send(t *testing.T, key, body string) answer {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, p.url+"/v1/orders", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
 	resp, err := apiClient(t).Do(req)
@@ -129,7 +135,7 @@ func (p *pipeline) order(t *testing.T, sku, customer, key string) answer {
 	if err := json.Unmarshal(b, &a); err != nil {
 		t.Fatalf("answer %d: %q", resp.StatusCode, b)
 	}
-	a.Status = resp.StatusCode
+	a.Status, a.raw = resp.StatusCode, string(b)
 	return a
 }
 

@@ -4,12 +4,9 @@ package chaos
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -97,18 +94,7 @@ func newClusterClient(t *testing.T) *cluster.Client {
 // operations would before a sale.
 func (p *pipeline) loadStock(sku string, n int) {
 	p.t.Helper()
-	body := fmt.Sprintf(`{"stock":%d,"name":"Chaos item","price_cents":500}`, n)
-	req, _ := http.NewRequest(http.MethodPut, p.url+"/v1/admin/stock/"+sku, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	resp, err := apiClient(p.t).Do(req)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		p.t.Fatalf("load stock: %d %s", resp.StatusCode, b)
-	}
+	apptest.PutStock(p.t, apiClient(p.t), p.url, adminToken, sku, n, "Chaos item", 500)
 }
 
 // slot is the cluster slot of sku's keys.

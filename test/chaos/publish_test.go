@@ -4,8 +4,6 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -111,23 +109,9 @@ func (p *pipeline) age(sku, id string, d time.Duration) {
 // post places an order and returns its id, failing unless it got 202.
 func (p *pipeline) post(t *testing.T, customer, key, body string) string {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, p.url+"/v1/orders", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", key)
-	resp, err := apiClient(t).Do(req)
-	if err != nil {
-		t.Fatal(err)
+	a := p.send(t, key, body)
+	if a.Status != http.StatusAccepted {
+		t.Fatalf("order by %s: %d %s", customer, a.Status, a.raw)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("order by %s: %d %s", customer, resp.StatusCode, b)
-	}
-	var acc struct {
-		OrderID string `json:"order_id"`
-	}
-	if err := json.Unmarshal(b, &acc); err != nil {
-		t.Fatal(err)
-	}
-	return acc.OrderID
+	return a.OrderID
 }
