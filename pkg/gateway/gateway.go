@@ -156,6 +156,10 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	return Accepted{OrderID: o.ID, Status: order.StatusAccepted, SKU: o.SKU, Qty: o.Qty}, nil
 }
 
+// errSoldOutHinted answers the bulk of a flash sale: one value, built
+// once, rather than an error formatted per request.
+var errSoldOutHinted = fmt.Errorf("no unit left moments ago (sold-out hint): %w", order.ErrSoldOut)
+
 // answerSoldOut answers an order claimed as sold out from the hint, when
 // the sighting is still within its window; nil means the claim outlived
 // it (a slow Redis), so the order goes to the reserve script after all,
@@ -166,7 +170,7 @@ func (s *Service) answerSoldOut(ctx context.Context, o order.Order, c order.Clai
 		if s.OnSoldOutCached != nil {
 			s.OnSoldOutCached()
 		}
-		return fmt.Errorf("sku %q had no unit left moments ago: %w", o.SKU, order.ErrSoldOut)
+		return errSoldOutHinted
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cleanupTimeout())
 	defer cancel()

@@ -9,7 +9,6 @@ package order
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -197,7 +196,7 @@ func ValidateID(id string) error {
 // Fingerprint identifies the body of a request so that a reused
 // idempotency key with a different body can be told apart (422).
 func (o Order) Fingerprint() string {
-	return fmt.Sprintf("%s|%d|%s", o.SKU, o.Qty, o.CustomerID)
+	return o.SKU + "|" + strconv.Itoa(o.Qty) + "|" + o.CustomerID
 }
 
 // Claim is the idempotency record a request holds for its order.
