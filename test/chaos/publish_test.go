@@ -61,14 +61,16 @@ func TestReservationWithoutPublishIsPublished(t *testing.T) {
 	if diff := cmp.Diff([]string{dead.ID}, rep.SKUs[0].Repairs[0].Republished); diff != "" {
 		t.Errorf("published again (-want +got):\n%s", diff)
 	}
-	waitFor(t, "the dead gateway's order to be invoiced", 30*time.Second, func() (bool, error) {
+	// The worker commits the order in MySQL, then in Redis: wait for both.
+	var v stock.View
+	waitFor(t, "the dead gateway's order to be invoiced and committed in Redis", 30*time.Second, func() (bool, error) {
 		c, err := p.finalOrders([]string{dead.ID})
-		return err == nil && c["invoiced"] == 1, err
+		if err != nil || c["invoiced"] != 1 {
+			return false, err
+		}
+		v, err = p.stock.View(ctx, sku)
+		return err == nil && v.Sold == 2, err
 	})
-	v, err := p.stock.View(ctx, sku)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, kept := v.Reservations[fresh.ID]; v.Sold != 2 || v.Reserved != 1 || !kept || !v.Consistent() {
 		t.Fatalf("after reconcile: %+v, want the order sold and the fresh reservation kept", v)
 	}
