@@ -38,7 +38,8 @@ FOREMAN_LOG := $(VAR)/log/foreman.log
 .PHONY: build up down deps engines migrate users procs-start procs-stop test test-chaos chaos test-faults bench bench-go smoke \
 	fmt vet status clean
 
-# build compiles every services/<name> main package into bin/<name>.
+# build compiles every services/<name> main package into bin/<name>, and the tooling's
+# commands (tools/cmd/<name>, its own module) beside them.
 build:
 	@mkdir -p bin
 	@for dir in services/*/; do \
@@ -46,6 +47,11 @@ build:
 		dir="$${dir%/}"; name="$$(basename "$$dir")"; \
 		echo "$(GO) build -o bin/$$name ./$$dir"; \
 		$(GO) build -o "bin/$$name" "./$$dir"; \
+	done
+	@for dir in tools/cmd/*/; do \
+		name="$$(basename "$$dir")"; \
+		echo "(cd tools && $(GO) build -o ../bin/$$name ./cmd/$$name)"; \
+		(cd tools && $(GO) build -o "../bin/$$name" "./cmd/$$name"); \
 	done
 
 up:
@@ -103,7 +109,9 @@ procs-stop:
 
 test: engines users
 	$(GO) vet ./...
+	cd tools && $(GO) vet ./...
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	cd tools && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	@$(MAKE) --no-print-directory chaos
 
 test-chaos: engines
@@ -131,12 +139,15 @@ bench: engines build
 
 bench-go: engines
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCH_TIME) ./...
+	cd tools && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCH_TIME) ./...
 
 fmt:
 	$(GO) fmt ./...
+	cd tools && $(GO) fmt ./...
 
 vet:
 	$(GO) vet ./...
+	cd tools && $(GO) vet ./...
 	@if command -v staticcheck >/dev/null; then echo "staticcheck ./..."; staticcheck ./...; \
 	else echo "vet: staticcheck is not installed, skipped"; fi
 

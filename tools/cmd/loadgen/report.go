@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"surge/pkg/benchreport"
+	"surge/tools/benchreport"
 )
 
 // report gathers a benchmark directory's parts into results.json, the

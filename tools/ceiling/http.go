@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"surge/pkg/loadgen"
+	"surge/tools/loadgen"
 )
 
 // HTTPOptions tune the HTTP ceiling. The zero value means the defaults.

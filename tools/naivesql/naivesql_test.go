@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"surge/internal/testenv"
-	"surge/pkg/loadgen"
 	"surge/pkg/store"
+	"surge/tools/loadgen"
 )
 
 func newServer(t *testing.T) (*httptest.Server, loadgen.Ledger) {

@@ -5,7 +5,7 @@ import (
 	"io"
 	"math"
 
-	"surge/pkg/loadgen"
+	"surge/tools/loadgen"
 )
 
 // maxNines caps the percentile axis at 99.999%.

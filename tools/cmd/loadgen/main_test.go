@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"surge/pkg/benchreport"
-	"surge/pkg/ceiling"
+	"surge/tools/benchreport"
+	"surge/tools/ceiling"
 )
 
 func TestParsePIDsAndPairs(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"surge/pkg/ceiling"
-	"surge/pkg/loadgen"
+	"surge/tools/ceiling"
+	"surge/tools/loadgen"
 )
 
 func run(rps, p99 float64, accepted, soldOut int64, ok bool) *loadgen.RunReport {

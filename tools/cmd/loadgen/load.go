@@ -15,10 +15,10 @@ import (
 	"golang.org/x/term"
 
 	"surge/pkg/cluster"
-	"surge/pkg/loadgen"
 	"surge/pkg/order"
 	"surge/pkg/queue"
 	"surge/pkg/store"
+	"surge/tools/loadgen"
 )
 
 // loadFlags are the flags of loadgen run.

@@ -10,9 +10,9 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"surge/pkg/ceiling"
 	"surge/pkg/cluster"
 	"surge/pkg/store"
+	"surge/tools/ceiling"
 )
 
 // raw measures one engine's ceiling: loadgen raw redis|amqp|mysql|http.

@@ -13,8 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"surge/pkg/ceiling"
-	"surge/pkg/loadgen"
+	"surge/tools/ceiling"
+	"surge/tools/loadgen"
 )
 
 // The part files a run leaves in its directory.

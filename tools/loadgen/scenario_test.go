@@ -14,10 +14,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"surge/internal/testenv"
-	"surge/pkg/loadgen"
-	"surge/pkg/naivesql"
 	"surge/pkg/profile"
 	"surge/pkg/store"
+	"surge/tools/loadgen"
+	"surge/tools/naivesql"
 )
 
 // A whole scenario against the naive SQL server: stock loaded, orders

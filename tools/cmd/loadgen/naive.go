@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"surge/pkg/httpapi"
-	"surge/pkg/naivesql"
 	"surge/pkg/store"
+	"surge/tools/naivesql"
 )
 
 // naiveServer serves the naive SQL baseline on -addr until ctx ends.
