@@ -16,7 +16,10 @@
 // SURGE_FAULTS_DURATION (60s) is the length of the sale, SURGE_FAULTS_SEED
 // replays a run (the seed is printed at its start), SURGE_FAULTS_RUNS (1)
 // runs several seeds in a row, SURGE_FAULTS_KEEP=1 keeps the temporary
-// directory (logs, history.jsonl) instead of removing it.
+// directory (logs, history.jsonl) instead of removing it, and
+// SURGE_FAULTS_KINDS (every kind) names the faults to draw from, separated
+// by commas (memory-alarm, close-connections, kill-worker, kill-gateway,
+// pause-mysql, kill-redis-master, pause-redis-master).
 package faults
 
 import (
@@ -24,7 +27,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -72,6 +77,7 @@ type settings struct {
 	duration time.Duration
 	seeds    []int64
 	keep     bool
+	kinds    []faultKind
 }
 
 func readSettings(t *testing.T) settings {
@@ -103,6 +109,15 @@ func readSettings(t *testing.T) settings {
 	for i := range runs {
 		s.seeds = append(s.seeds, seed+int64(i)*7919)
 	}
+	if v := os.Getenv("SURGE_FAULTS_KINDS"); v != "" {
+		for name := range strings.SplitSeq(v, ",") {
+			k := faultKind(strings.TrimSpace(name))
+			if !slices.Contains(faultKinds, k) {
+				t.Fatalf("SURGE_FAULTS_KINDS=%q: no fault kind %q; want some of %v", v, k, faultKinds)
+			}
+			s.kinds = append(s.kinds, k)
+		}
+	}
 	return s
 }
 
@@ -119,7 +134,7 @@ func TestFaults(t *testing.T) {
 			return
 		}
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			runOnce(t, eng, i+1, seed, st.duration)
+			runOnce(t, eng, i+1, seed, st.duration, st.kinds)
 		})
 	}
 }

@@ -53,6 +53,9 @@ type nemesis struct {
 	rng  *rand.Rand
 	dur  time.Duration
 	logf func(format string, args ...any)
+	// kinds are the faults to draw from (faultKinds when empty); deck is
+	// what is left of their current shuffle.
+	kinds, deck []faultKind
 
 	mu     sync.Mutex
 	faults []*fault
@@ -74,10 +77,19 @@ func (n *nemesis) run(ctx context.Context) {
 	}
 }
 
-// draw picks the next fault: always three draws, so a seed replays the
-// same sequence of kinds, holds and targets.
+// draw picks the next fault: the next kind of a shuffled deck of every
+// kind (so a run meets each kind once before any twice), then always two
+// draws, so a seed replays the same sequence of kinds, holds and targets.
 func (n *nemesis) draw() (*fault, string) {
-	kind := faultKinds[n.rng.IntN(len(faultKinds))]
+	if len(n.deck) == 0 {
+		n.deck = append([]faultKind(nil), n.kinds...)
+		if len(n.deck) == 0 {
+			n.deck = append(n.deck, faultKinds...)
+		}
+		n.rng.Shuffle(len(n.deck), func(i, j int) { n.deck[i], n.deck[j] = n.deck[j], n.deck[i] })
+	}
+	kind := n.deck[0]
+	n.deck = n.deck[1:]
 	r := n.rng.Float64()
 	target := n.rng.IntN(1000)
 	between := func(lo, hi float64) time.Duration {

@@ -17,14 +17,14 @@ const nSKUs = 4
 
 // runOnce is one sale under faults with the given seed, then the drain,
 // the reconcile, the mop-up and the checks.
-func runOnce(t *testing.T, eng *engines, run int, seed int64, dur time.Duration) {
+func runOnce(t *testing.T, eng *engines, run int, seed int64, dur time.Duration, kinds []faultKind) {
 	began := time.Now()
-	t.Logf("seed %d (replay: SURGE_FAULTS_SEED=%d SURGE_FAULTS_RUNS=1), sale of %s", seed, seed, dur)
+	t.Logf("seed %d (replay: SURGE_FAULTS_SEED=%d SURGE_FAULTS_RUNS=1), sale of %s, faults %v", seed, seed, dur, kindsOrAll(kinds))
 	p := startPipeline(t, eng, run)
 	skus, stock := loadSKUs(t, p, rand.New(rand.NewPCG(uint64(seed), 1)), run, seed)
 	h := newHistory()
 	w := newWorkload(p, h, skus, stock, run, seed)
-	nem := &nemesis{p: p, h: h, skus: skus, rng: rand.New(rand.NewPCG(uint64(seed), 2)), dur: dur,
+	nem := &nemesis{p: p, h: h, skus: skus, rng: rand.New(rand.NewPCG(uint64(seed), 2)), dur: dur, kinds: kinds,
 		logf: func(format string, args ...any) {
 			t.Logf("+%.1fs "+format, append([]any{h.since().Seconds()}, args...)...)
 		}}
@@ -114,4 +114,12 @@ func loadSKUs(t *testing.T, p *pipeline, rng *rand.Rand, run int, seed int64) ([
 	}
 	t.Logf("SKUs: %v", stock)
 	return skus, stock
+}
+
+// kindsOrAll names the kinds a run draws from.
+func kindsOrAll(kinds []faultKind) []faultKind {
+	if len(kinds) == 0 {
+		return faultKinds
+	}
+	return kinds
 }
