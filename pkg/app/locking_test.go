@@ -31,7 +31,7 @@ type gatedLedger struct {
 	most    atomic.Int32
 }
 
-func (g *gatedLedger) Process(ctx context.Context, o order.Order, fence int64) (store.Result, error) {
+func (g *gatedLedger) Process(ctx context.Context, o order.Order, fence int64) (order.Processed, error) {
 	n := g.inside.Add(1)
 	defer g.inside.Add(-1)
 	for m := g.most.Load(); n > m && !g.most.CompareAndSwap(m, n); m = g.most.Load() {

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"surge/pkg/order"
-	"surge/pkg/stock"
 )
 
 // fakeClaims keeps idempotency records in memory, as idem.Records does in
@@ -136,50 +135,50 @@ func newFakeStock(avail int) *fakeStock {
 	return &fakeStock{avail: avail, state: map[string]string{}, held: map[string]int{}, nonces: map[string]string{}}
 }
 
-func (s *fakeStock) Reserve(_ context.Context, o order.Order) (stock.Reservation, error) {
+func (s *fakeStock) Reserve(_ context.Context, o order.Order) (order.Reservation, error) {
 	return s.run(o, true)
 }
 
-func (s *fakeStock) ReserveRetry(_ context.Context, o order.Order) (stock.Reservation, error) {
+func (s *fakeStock) ReserveRetry(_ context.Context, o order.Order) (order.Reservation, error) {
 	return s.run(o, false)
 }
 
-func (s *fakeStock) run(o order.Order, newClaim bool) (stock.Reservation, error) {
+func (s *fakeStock) run(o order.Order, newClaim bool) (order.Reservation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
 	nonce := fmt.Sprint(s.seq)
 	if s.state[o.ID] == "U" {
 		if !newClaim {
-			return stock.Reservation{Nonce: nonce}, stock.ErrUndone
+			return order.Reservation{Nonce: nonce}, order.ErrUndone
 		}
 		delete(s.state, o.ID)
 	}
 	res, err := s.reserve(o, nonce)
 	if s.failReserve {
 		s.failReserve = false
-		return stock.Reservation{Nonce: nonce}, errors.New("i/o timeout (the script ran)")
+		return order.Reservation{Nonce: nonce}, errors.New("i/o timeout (the script ran)")
 	}
 	return res, err
 }
 
-func (s *fakeStock) reserve(o order.Order, nonce string) (stock.Reservation, error) {
+func (s *fakeStock) reserve(o order.Order, nonce string) (order.Reservation, error) {
 	switch s.state[o.ID] {
 	case "S":
-		return stock.Reservation{Repeat: true, Nonce: nonce}, order.ErrSoldOut
+		return order.Reservation{Repeat: true, Nonce: nonce}, order.ErrSoldOut
 	case "A":
 		s.state[o.ID] = "P"
 		fallthrough
 	case "P":
-		return stock.Reservation{Repeat: true, Nonce: nonce}, nil
+		return order.Reservation{Repeat: true, Nonce: nonce}, nil
 	}
 	if s.avail < o.Qty {
 		s.state[o.ID] = "S"
-		return stock.Reservation{Avail: s.avail, Nonce: nonce}, order.ErrSoldOut
+		return order.Reservation{Avail: s.avail, Nonce: nonce}, order.ErrSoldOut
 	}
 	s.avail -= o.Qty
 	s.state[o.ID], s.held[o.ID], s.nonces[o.ID] = "A", o.Qty, nonce
-	return stock.Reservation{Avail: s.avail, Nonce: nonce}, nil
+	return order.Reservation{Avail: s.avail, Nonce: nonce}, nil
 }
 
 func (s *fakeStock) Undo(_ context.Context, _, id, nonce string) (int, error) {
@@ -194,7 +193,7 @@ func (s *fakeStock) Undo(_ context.Context, _, id, nonce string) (int, error) {
 		return 0, nil
 	}
 	if st != "A" || s.nonces[id] != nonce {
-		return 0, stock.ErrNotYours
+		return 0, order.ErrNotYours
 	}
 	n := s.held[id]
 	s.avail += n

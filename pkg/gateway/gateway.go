@@ -25,17 +25,16 @@ import (
 
 	"surge/pkg/order"
 	"surge/pkg/reqid"
-	"surge/pkg/stock"
 )
 
 // Reserver holds stock for orders. *stock.Stock implements it. Reserve is
 // for a request whose claim made a new record, ReserveRetry for a retry:
-// it refuses (stock.ErrUndone) an order its first request undid. Undo
+// it refuses (order.ErrUndone) an order its first request undid. Undo
 // takes back the reservation made by the call that returned nonce, and
-// fails (stock.ErrNotYours) when the order may have been published since.
+// fails (order.ErrNotYours) when the order may have been published since.
 type Reserver interface {
-	Reserve(ctx context.Context, o order.Order) (stock.Reservation, error)
-	ReserveRetry(ctx context.Context, o order.Order) (stock.Reservation, error)
+	Reserve(ctx context.Context, o order.Order) (order.Reservation, error)
+	ReserveRetry(ctx context.Context, o order.Order) (order.Reservation, error)
 	Undo(ctx context.Context, sku, orderID, nonce string) (int, error)
 }
 
@@ -222,11 +221,11 @@ func (s *Service) Refused(ctx context.Context, o order.Order, key string, cause 
 // reserveFailed maps a failed reservation to the client's answer. A Redis
 // error may come after the script ran (a timeout), so the reservation it
 // may have made is undone before the order is called not taken.
-func (s *Service) reserveFailed(ctx context.Context, o order.Order, c order.Claim, res stock.Reservation, err error) error {
+func (s *Service) reserveFailed(ctx context.Context, o order.Order, c order.Claim, res order.Reservation, err error) error {
 	switch {
 	case errors.Is(err, order.ErrSoldOut):
 		return err
-	case errors.Is(err, stock.ErrUndone):
+	case errors.Is(err, order.ErrUndone):
 		// The request that made the order answered it not taken while
 		// this retry was on its way: so is this one.
 		return fmt.Errorf("%w: %w", order.ErrUnavailable, err)
@@ -246,7 +245,7 @@ func (s *Service) reserveFailed(ctx context.Context, o order.Order, c order.Clai
 // Otherwise the reservation this request made is undone; a repeat made
 // none, and the order it repeats may have been published by the request
 // that reserved, so its outcome is unknown to this one.
-func (s *Service) publishFailed(ctx context.Context, o order.Order, c order.Claim, res stock.Reservation, err error) error {
+func (s *Service) publishFailed(ctx context.Context, o order.Order, c order.Claim, res order.Reservation, err error) error {
 	s.log().Warn("publish failed", "order_id", o.ID, "sku", o.SKU, "repeat", res.Repeat,
 		"request_id", reqid.From(ctx), "err", err)
 	if errors.Is(err, order.ErrOutcomeUnknown) || res.Repeat {
@@ -257,7 +256,7 @@ func (s *Service) publishFailed(ctx context.Context, o order.Order, c order.Clai
 
 // notTakenOrUnknown undoes this request's reservation (nonce): the order
 // then holds nothing, is marked undone, so that a retry already past its
-// claim does not take it after this answer (stock.ErrUndone), and the
+// claim does not take it after this answer (order.ErrUndone), and the
 // idempotency record this request made is forgotten, so the key is free.
 // The answer then wraps ErrUnavailable. When the reservation is not this
 // request's to undo (a repeat may have published the order), or the undo

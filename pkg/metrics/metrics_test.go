@@ -14,7 +14,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"surge/pkg/order"
-	"surge/pkg/stock"
 )
 
 // sample returns the value of the series name{labels} in Registry: a
@@ -142,15 +141,15 @@ func get(t *testing.T, url string) {
 // reserveStub answers Reserve with a fixed result: the outcomes come from
 // pkg/stock's contract, not from an engine.
 type reserveStub struct {
-	res stock.Reservation
+	res order.Reservation
 	err error
 }
 
-func (s reserveStub) Reserve(context.Context, order.Order) (stock.Reservation, error) {
+func (s reserveStub) Reserve(context.Context, order.Order) (order.Reservation, error) {
 	return s.res, s.err
 }
 
-func (s reserveStub) ReserveRetry(context.Context, order.Order) (stock.Reservation, error) {
+func (s reserveStub) ReserveRetry(context.Context, order.Order) (order.Reservation, error) {
 	return s.res, s.err
 }
 
@@ -163,8 +162,8 @@ func TestReserverCountsOutcomes(t *testing.T) {
 		stub reserveStub
 		want string
 	}{
-		{reserveStub{res: stock.Reservation{Avail: 3}}, ReservationReserved},
-		{reserveStub{res: stock.Reservation{Repeat: true}}, ReservationRepeat},
+		{reserveStub{res: order.Reservation{Avail: 3}}, ReservationReserved},
+		{reserveStub{res: order.Reservation{Repeat: true}}, ReservationRepeat},
 		{reserveStub{err: fmt.Errorf("reserve: %w", order.ErrSoldOut)}, ReservationSoldOut},
 		{reserveStub{err: fmt.Errorf("reserve: %w", order.ErrNotLoaded)}, ReservationNotLoaded},
 		{reserveStub{err: fmt.Errorf("reserve: i/o timeout")}, ReservationError},

@@ -7,7 +7,6 @@ import (
 
 	"surge/pkg/order"
 	"surge/pkg/queue"
-	"surge/pkg/stock"
 )
 
 // Reservation outcomes.
@@ -32,8 +31,8 @@ func OutcomeUnknown() { outcomeUnknown.Inc() }
 // StockReserver is what the gateway reserves with. *stock.Stock
 // implements it.
 type StockReserver interface {
-	Reserve(ctx context.Context, o order.Order) (stock.Reservation, error)
-	ReserveRetry(ctx context.Context, o order.Order) (stock.Reservation, error)
+	Reserve(ctx context.Context, o order.Order) (order.Reservation, error)
+	ReserveRetry(ctx context.Context, o order.Order) (order.Reservation, error)
 	Undo(ctx context.Context, sku, orderID, nonce string) (int, error)
 }
 
@@ -44,21 +43,21 @@ type Reserver struct{ Next StockReserver }
 var _ StockReserver = Reserver{}
 
 // Reserve calls Next.Reserve and counts its outcome.
-func (r Reserver) Reserve(ctx context.Context, o order.Order) (stock.Reservation, error) {
+func (r Reserver) Reserve(ctx context.Context, o order.Order) (order.Reservation, error) {
 	return countReservation(r.Next.Reserve(ctx, o))
 }
 
 // ReserveRetry calls Next.ReserveRetry and counts its outcome.
-func (r Reserver) ReserveRetry(ctx context.Context, o order.Order) (stock.Reservation, error) {
+func (r Reserver) ReserveRetry(ctx context.Context, o order.Order) (order.Reservation, error) {
 	return countReservation(r.Next.ReserveRetry(ctx, o))
 }
 
-func countReservation(res stock.Reservation, err error) (stock.Reservation, error) {
+func countReservation(res order.Reservation, err error) (order.Reservation, error) {
 	reservations.WithLabelValues(reservationOutcome(res, err)).Inc()
 	return res, err
 }
 
-func reservationOutcome(res stock.Reservation, err error) string {
+func reservationOutcome(res order.Reservation, err error) string {
 	switch {
 	case res.Repeat:
 		return ReservationRepeat
@@ -78,7 +77,7 @@ func (r Reserver) Undo(ctx context.Context, sku, orderID, nonce string) (int, er
 	n, err := r.Next.Undo(ctx, sku, orderID, nonce)
 	result := "ok"
 	switch {
-	case errors.Is(err, stock.ErrNotYours), errors.Is(err, stock.ErrCommitted):
+	case errors.Is(err, order.ErrNotYours), errors.Is(err, order.ErrCommitted):
 		result = "kept"
 	case err != nil:
 		result = "error"

@@ -123,7 +123,7 @@ func (p *published) ids() []string {
 
 // process runs MySQL's side of a worker, leaving Redis alone (as when the
 // Redis step was lost).
-func (e *env) process(o order.Order) store.Result {
+func (e *env) process(o order.Order) order.Processed {
 	e.t.Helper()
 	res, err := e.db.Process(context.Background(), o, 0)
 	if err != nil {
@@ -133,14 +133,14 @@ func (e *env) process(o order.Order) store.Result {
 }
 
 // work runs a whole worker step: MySQL, then the matching Redis script.
-func (e *env) work(o order.Order) store.Result {
+func (e *env) work(o order.Order) order.Processed {
 	e.t.Helper()
 	res := e.process(o)
 	var err error
 	if res.Status == order.StatusInvoiced {
 		_, err = e.st.Commit(context.Background(), o.SKU, o.ID, o.Qty)
 	} else {
-		_, err = e.st.Release(context.Background(), o.SKU, o.ID, stock.Reject)
+		_, err = e.st.Release(context.Background(), o.SKU, o.ID, order.ReleaseRejected)
 	}
 	if err != nil {
 		e.t.Fatalf("settle %s: %v", o.ID, err)

@@ -10,7 +10,6 @@ import (
 
 	"surge/pkg/order"
 	"surge/pkg/reconcile"
-	"surge/pkg/stock"
 )
 
 // TestReconcileRacingLiveTraffic runs the reconciler in a loop, with no
@@ -93,7 +92,7 @@ func buyAndWork(e *env, o order.Order) error {
 	if res.Status == order.StatusInvoiced {
 		_, err = e.st.Commit(ctx, o.SKU, o.ID, o.Qty)
 	} else {
-		_, err = e.st.Release(ctx, o.SKU, o.ID, stock.Reject)
+		_, err = e.st.Release(ctx, o.SKU, o.ID, order.ReleaseRejected)
 	}
 	return err
 }

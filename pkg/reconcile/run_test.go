@@ -11,7 +11,6 @@ import (
 
 	"surge/pkg/order"
 	"surge/pkg/reconcile"
-	"surge/pkg/stock"
 )
 
 func TestDryRunChangesNothingButRecords(t *testing.T) {
@@ -55,7 +54,7 @@ func TestWorkerCommitAfterRepair(t *testing.T) {
 		t.Fatalf("reconcile: %s %s", rep.Outcome, rep.Error)
 	}
 	got, err := e.st.Commit(context.Background(), sku, o.ID, o.Qty)
-	if err != nil || got != stock.CommittedAlready {
+	if err != nil || got != order.CommittedAlready {
 		t.Fatalf("late worker commit: %v %v, want already committed", got, err)
 	}
 	if s := e.state(sku); s.Sold != 2 || s.Avail != 8 {

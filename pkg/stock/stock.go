@@ -97,20 +97,6 @@ func LoadScripts(ctx context.Context, rdb *redis.ClusterClient) error {
 	})
 }
 
-// Reservation says how a Reserve call ended.
-type Reservation struct {
-	// Repeat is true when the order id had been reserved before: nothing
-	// changed and the first outcome is reported again.
-	Repeat bool
-	// Avail is the number of units left after a fresh reservation, or
-	// available when a fresh order found too few (order.ErrSoldOut).
-	Avail int
-	// Nonce identifies this call's reservation, also when Reserve failed
-	// and may have reserved anyway (a timeout after the script ran): Undo
-	// takes it back only with the same nonce.
-	Nonce string
-}
-
 // Reserve moves o.Qty units of o.SKU from avail into a reservation held by
 // o.ID, for a request whose idempotency claim made a new record (use
 // ReserveRetry for a retry of an existing one). It returns order.ErrSoldOut (possibly with Repeat set) when fewer
@@ -119,24 +105,19 @@ type Reservation struct {
 // have reserved anyway (a reply lost to a timeout; replicas that did not
 // acknowledge in time under Options.WaitReplicas): Undo with the returned
 // nonce takes such a reservation back.
-func (s *Stock) Reserve(ctx context.Context, o order.Order) (Reservation, error) {
+func (s *Stock) Reserve(ctx context.Context, o order.Order) (order.Reservation, error) {
 	return s.reserve(ctx, o, "1")
 }
 
 // ReserveRetry is Reserve for a retry, whose idempotency record existed: it
 // does not reserve an order its first request undid as not taken (Undo),
-// and returns ErrUndone instead.
-func (s *Stock) ReserveRetry(ctx context.Context, o order.Order) (Reservation, error) {
+// and returns order.ErrUndone instead.
+func (s *Stock) ReserveRetry(ctx context.Context, o order.Order) (order.Reservation, error) {
 	return s.reserve(ctx, o, "0")
 }
 
-// ErrUndone is ReserveRetry's answer for an order its first request undid
-// (its publish certainly failed) while the retry was on its way: the
-// order was not taken, and the retry does not take it.
-var ErrUndone = errors.New("order undone by its first request")
-
-func (s *Stock) reserve(ctx context.Context, o order.Order, newClaim string) (Reservation, error) {
-	r := Reservation{Nonce: order.Nonce()}
+func (s *Stock) reserve(ctx context.Context, o order.Order, newClaim string) (order.Reservation, error) {
+	r := order.Reservation{Nonce: order.Nonce()}
 	ks := []string{keys.Avail(o.SKU), keys.Resv(o.SKU), keys.OrderState(o.SKU, o.ID)}
 	res, err := s.runReserve(ctx, ks, o.ID, o.Qty, r.Nonce, o.CustomerID, s.ttl, newClaim)
 	if err != nil {
@@ -155,27 +136,17 @@ func (s *Stock) reserve(ctx context.Context, o order.Order, newClaim string) (Re
 	case 3:
 		return r, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrSoldOut)
 	case 4:
-		return r, fmt.Errorf("reserve sku=%s order=%s: %w", o.SKU, o.ID, ErrUndone)
+		return r, fmt.Errorf("reserve sku=%s order=%s: %w", o.SKU, o.ID, order.ErrUndone)
 	case -1:
 		return r, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrNotLoaded)
 	}
 	return r, fmt.Errorf("reserve sku=%s: unexpected code %d", o.SKU, res[0])
 }
 
-// CommitOutcome says how a Commit call ended.
-type CommitOutcome int
-
-// Commit outcomes, as the commit script reports them.
-const (
-	CommittedAlready   CommitOutcome = 0
-	CommittedFromResv  CommitOutcome = 1
-	CommittedFromAvail CommitOutcome = 2
-)
-
 // Commit moves a committed order's units from its reservation to sold
 // (or from avail when the reservation was lost). Run it only after MySQL
 // committed the order's invoice. Idempotent per order id.
-func (s *Stock) Commit(ctx context.Context, sku, orderID string, qty int) (CommitOutcome, error) {
+func (s *Stock) Commit(ctx context.Context, sku, orderID string, qty int) (order.CommitOutcome, error) {
 	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.Sold(sku), keys.OrderState(sku, orderID)}
 	code, err := lua.Commit.Run(ctx, s.rdb, ks, orderID, qty, s.ttl).Int64()
 	if err != nil {
@@ -184,50 +155,32 @@ func (s *Stock) Commit(ctx context.Context, sku, orderID string, qty int) (Commi
 	if code < 0 {
 		return 0, fmt.Errorf("commit sku=%s order=%s: %w", sku, orderID, order.ErrNotLoaded)
 	}
-	return CommitOutcome(code), nil
+	return order.CommitOutcome(code), nil
 }
 
-// ReleaseMode says why a release runs: see lua/release.lua.
-type ReleaseMode string
-
-// Release modes.
-const (
-	// Reject releases whatever the order holds and keeps its state, so
-	// that a retry is answered as before: the order ended rejected.
-	Reject ReleaseMode = "reject"
-	// undo is Undo's mode.
-	undo ReleaseMode = "undo"
-)
-
-// ErrCommitted is returned by Release and Undo for an order already
-// committed: sold units are never released.
-var ErrCommitted = errors.New("order already committed")
-
-// ErrNotYours is returned by Undo when the reservation is not the
-// caller's to take back: another request reserved it, or a repeat (or
-// the reconciler) may have published the order since. Nothing changed.
-var ErrNotYours = errors.New("reservation not held by this request")
+// undo is Undo's release mode (see lua/release.lua).
+const undo order.ReleaseMode = "undo"
 
 // Release returns an order's reserved units to avail and reports how many
 // were released (0 when there was no reservation). Idempotent.
-func (s *Stock) Release(ctx context.Context, sku, orderID string, mode ReleaseMode) (int, error) {
+func (s *Stock) Release(ctx context.Context, sku, orderID string, mode order.ReleaseMode) (int, error) {
 	return s.release(ctx, sku, orderID, mode, "")
 }
 
 // Undo takes back the reservation made by the Reserve call that returned
 // nonce, for an order whose publish certainly failed, and marks the order
 // undone (U) for Options.UndoneTTL: a retry already past its claim is
-// refused (ErrUndone), one that claims anew after the caller forgot its
+// refused (order.ErrUndone), one that claims anew after the caller forgot its
 // record reserves as usual. It returns the units released,
 // 0 when that call reserved nothing (it never ran, or found the SKU sold
-// out), ErrCommitted, or ErrNotYours when the reservation is another
+// out), order.ErrCommitted, or order.ErrNotYours when the reservation is another
 // request's or the order may have been published since (a repeat marked
 // it): then the order must be treated as possibly taken.
 func (s *Stock) Undo(ctx context.Context, sku, orderID, nonce string) (int, error) {
 	return s.release(ctx, sku, orderID, undo, nonce)
 }
 
-func (s *Stock) release(ctx context.Context, sku, orderID string, mode ReleaseMode, nonce string) (int, error) {
+func (s *Stock) release(ctx context.Context, sku, orderID string, mode order.ReleaseMode, nonce string) (int, error) {
 	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.OrderState(sku, orderID)}
 	n, err := lua.Release.Run(ctx, s.rdb, ks, orderID, string(mode), s.ttl, nonce, s.undone).Int64()
 	if err != nil {
@@ -235,9 +188,9 @@ func (s *Stock) release(ctx context.Context, sku, orderID string, mode ReleaseMo
 	}
 	switch n {
 	case -1:
-		return 0, fmt.Errorf("release sku=%s order=%s: %w", sku, orderID, ErrCommitted)
+		return 0, fmt.Errorf("release sku=%s order=%s: %w", sku, orderID, order.ErrCommitted)
 	case -2:
-		return 0, fmt.Errorf("undo sku=%s order=%s: %w", sku, orderID, ErrNotYours)
+		return 0, fmt.Errorf("undo sku=%s order=%s: %w", sku, orderID, order.ErrNotYours)
 	}
 	return int(n), nil
 }

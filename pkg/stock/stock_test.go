@@ -68,19 +68,19 @@ func TestReserveCommitRelease(t *testing.T) {
 	if v.Avail != 0 || v.Reserved != 5 || len(v.Reservations) != 2 {
 		t.Fatalf("after reserves: %+v", v)
 	}
-	if out, err := s.Commit(ctx, sku, a.ID, a.Qty); err != nil || out != stock.CommittedFromResv {
+	if out, err := s.Commit(ctx, sku, a.ID, a.Qty); err != nil || out != order.CommittedFromResv {
 		t.Fatalf("commit a: %v %v", out, err)
 	}
-	if out, err := s.Commit(ctx, sku, a.ID, a.Qty); err != nil || out != stock.CommittedAlready {
+	if out, err := s.Commit(ctx, sku, a.ID, a.Qty); err != nil || out != order.CommittedAlready {
 		t.Fatalf("second commit a: %v %v", out, err)
 	}
-	if n, err := s.Release(ctx, sku, a.ID, stock.Reject); !errors.Is(err, stock.ErrCommitted) || n != 0 {
+	if n, err := s.Release(ctx, sku, a.ID, order.ReleaseRejected); !errors.Is(err, order.ErrCommitted) || n != 0 {
 		t.Fatalf("release committed a: %d %v", n, err)
 	}
-	if n, err := s.Release(ctx, sku, b.ID, stock.Reject); err != nil || n != 3 {
+	if n, err := s.Release(ctx, sku, b.ID, order.ReleaseRejected); err != nil || n != 3 {
 		t.Fatalf("release b: %d %v", n, err)
 	}
-	if n, err := s.Release(ctx, sku, b.ID, stock.Reject); err != nil || n != 0 {
+	if n, err := s.Release(ctx, sku, b.ID, order.ReleaseRejected); err != nil || n != 0 {
 		t.Fatalf("second release b: %d %v", n, err)
 	}
 	if r, err := s.Reserve(ctx, b); err != nil || !r.Repeat {
@@ -108,7 +108,7 @@ func TestUndoAllowsNewReservation(t *testing.T) {
 	}
 	// A retry that claimed before the undoing request forgot its record
 	// must not take the order answered not taken.
-	if _, err := s.ReserveRetry(ctx, o); !errors.Is(err, stock.ErrUndone) {
+	if _, err := s.ReserveRetry(ctx, o); !errors.Is(err, order.ErrUndone) {
 		t.Fatalf("retry after undo: %v, want ErrUndone", err)
 	}
 	if st, _ := s.State(ctx, sku, o.ID); st != "U" {
@@ -132,7 +132,7 @@ func TestUndoOnlyOwnUnpublishedReservation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Undo(ctx, sku, a.ID, "deadbeef"); !errors.Is(err, stock.ErrNotYours) {
+	if _, err := s.Undo(ctx, sku, a.ID, "deadbeef"); !errors.Is(err, order.ErrNotYours) {
 		t.Fatalf("undo with another request's nonce: %v, want ErrNotYours", err)
 	}
 	if r, err := s.Reserve(ctx, a); err != nil || !r.Repeat {
@@ -141,7 +141,7 @@ func TestUndoOnlyOwnUnpublishedReservation(t *testing.T) {
 	if st, _ := s.State(ctx, sku, a.ID); st != "P" {
 		t.Fatalf("state after a repeat: %q, want P", st)
 	}
-	if _, err := s.Undo(ctx, sku, a.ID, first.Nonce); !errors.Is(err, stock.ErrNotYours) {
+	if _, err := s.Undo(ctx, sku, a.ID, first.Nonce); !errors.Is(err, order.ErrNotYours) {
 		t.Fatalf("undo after a repeat: %v, want ErrNotYours (the repeat may have published it)", err)
 	}
 	if v := mustView(t, s, sku); v.Reserved != 2 || v.Avail != 3 {
@@ -165,7 +165,7 @@ func TestUndoOnlyOwnUnpublishedReservation(t *testing.T) {
 	if _, err := s.Commit(ctx, sku, a.ID, 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Undo(ctx, sku, a.ID, first.Nonce); !errors.Is(err, stock.ErrCommitted) {
+	if _, err := s.Undo(ctx, sku, a.ID, first.Nonce); !errors.Is(err, order.ErrCommitted) {
 		t.Fatalf("undo of a committed order: %v, want ErrCommitted", err)
 	}
 }
@@ -201,7 +201,7 @@ func TestCommitWithoutReservationTakesFromAvail(t *testing.T) {
 	ctx := context.Background()
 	s, sku := setup(t, 4)
 	out, err := s.Commit(ctx, sku, ord(sku, 9, 3).ID, 3)
-	if err != nil || out != stock.CommittedFromAvail {
+	if err != nil || out != order.CommittedFromAvail {
 		t.Fatalf("commit without reservation: %v %v", out, err)
 	}
 	v := mustView(t, s, sku)

@@ -16,12 +16,12 @@ type BatchItem struct {
 	Fence int64
 }
 
-// BatchResult is the outcome of one BatchItem. Err is set, and Result
+// BatchResult is the outcome of one BatchItem. Err is set, and order.Processed
 // empty, when that item alone was refused: invalid, stale fence
 // (order.ErrStaleFence) or unknown SKU (order.ErrUnknownSKU); such an item
 // wrote nothing.
 type BatchResult struct {
-	Result
+	order.Processed
 	Err error
 }
 
@@ -171,7 +171,7 @@ func (b *batch) findExisting(ctx context.Context, tx *sqlx.Tx) error {
 	}
 	b.pending(func(i int, it BatchItem) {
 		if rec, ok := existing[it.Order.ID]; ok {
-			b.settle(i, BatchResult{Result: rec.result()})
+			b.settle(i, BatchResult{Processed: rec.result()})
 		}
 	})
 	return nil

@@ -36,12 +36,12 @@ func (b *batch) place(ctx context.Context, tx *sqlx.Tx) error {
 		case p.Sold+taken[o.SKU]+o.Qty <= p.Stock:
 			taken[o.SKU] += o.Qty
 			amount := p.PriceCents * int64(o.Qty)
-			b.out[i].Result = Result{Status: order.StatusInvoiced, AmountCents: amount}
+			b.out[i].Processed = order.Processed{Status: order.StatusInvoiced, AmountCents: amount}
 			orders = append(orders, newOrderRow(o, it.Fence, order.StatusInvoiced, ""))
 			invoices = append(invoices, invoiceRow{OrderID: o.ID, SKU: o.SKU, Qty: o.Qty, AmountCents: amount})
 			invoiced = append(invoiced, i)
 		default:
-			b.out[i].Result = Result{Status: order.StatusRejected, Reason: order.ReasonCompensated}
+			b.out[i].Processed = order.Processed{Status: order.StatusRejected, Reason: order.ReasonCompensated}
 			orders = append(orders, newOrderRow(o, it.Fence, order.StatusRejected, order.ReasonCompensated))
 		}
 	})

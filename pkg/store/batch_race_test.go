@@ -62,7 +62,7 @@ func TestProcessBatchNeverOversells(t *testing.T) {
 			for n := range 30 {
 				it := makeItem(w, n)
 				res, err := s.Process(ctx, it.Order, it.Fence)
-				record(it, BatchResult{Result: res, Err: err})
+				record(it, BatchResult{Processed: res, Err: err})
 			}
 		})
 	}

@@ -108,7 +108,7 @@ type runner func(t *testing.T, s *Store, items []BatchItem) []BatchResult
 func viaProcess(t *testing.T, s *Store, items []BatchItem) []BatchResult {
 	out := make([]BatchResult, len(items))
 	for i, it := range items {
-		out[i].Result, out[i].Err = s.Process(context.Background(), it.Order, it.Fence)
+		out[i].Processed, out[i].Err = s.Process(context.Background(), it.Order, it.Fence)
 	}
 	return out
 }

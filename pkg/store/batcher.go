@@ -78,29 +78,29 @@ func NewBatcher(s *Store, opts BatcherOptions) *Batcher {
 
 // Process queues o for the next batch and waits for its outcome, with the
 // same results and errors as Store.Process.
-func (b *Batcher) Process(ctx context.Context, o order.Order, fence int64) (Result, error) {
+func (b *Batcher) Process(ctx context.Context, o order.Order, fence int64) (order.Processed, error) {
 	r := &batchReq{ctx: ctx, item: BatchItem{Order: o, Fence: fence}, done: make(chan BatchResult, 1)}
 	select {
 	case b.reqs <- r:
 	case <-ctx.Done():
-		return Result{}, ctx.Err()
+		return order.Processed{}, ctx.Err()
 	case <-b.quit:
-		return Result{}, fmt.Errorf("process order=%s: batcher closed", o.ID)
+		return order.Processed{}, fmt.Errorf("process order=%s: batcher closed", o.ID)
 	}
 	select {
 	case res := <-r.done:
-		return res.Result, res.Err
+		return res.Processed, res.Err
 	case <-b.stopped:
 		select {
 		case res := <-r.done:
-			return res.Result, res.Err
+			return res.Processed, res.Err
 		default:
-			return Result{}, fmt.Errorf("process order=%s: batcher closed", o.ID)
+			return order.Processed{}, fmt.Errorf("process order=%s: batcher closed", o.ID)
 		}
 	case <-ctx.Done():
 		// The batch may still commit the order; a redelivery finds it as
 		// a duplicate.
-		return Result{}, ctx.Err()
+		return order.Processed{}, ctx.Err()
 	}
 }
 
@@ -198,7 +198,7 @@ func (b *Batcher) flush(batch []*batchReq) {
 func (b *Batcher) oneByOne(ctx context.Context, items []BatchItem) []BatchResult {
 	out := make([]BatchResult, len(items))
 	for i, it := range items {
-		out[i].Result, out[i].Err = b.s.Process(ctx, it.Order, it.Fence)
+		out[i].Processed, out[i].Err = b.s.Process(ctx, it.Order, it.Fence)
 	}
 	return out
 }

@@ -25,8 +25,8 @@ type OrderRecord struct {
 }
 
 // result is what a repeated Process of this order reports.
-func (r OrderRecord) result() Result {
-	return Result{
+func (r OrderRecord) result() order.Processed {
+	return order.Processed{
 		Status:      order.Status(r.Status),
 		Reason:      r.Reason,
 		InvoiceID:   r.InvoiceID,

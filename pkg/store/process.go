@@ -11,24 +11,6 @@ import (
 	"surge/pkg/order"
 )
 
-// Result is the outcome of processing one order.
-type Result struct {
-	// Status is order.StatusInvoiced or order.StatusRejected.
-	Status order.Status
-	// Reason says why a rejected order was refused (order.ReasonCompensated).
-	Reason string
-	// InvoiceID and AmountCents describe the invoice of an invoiced order.
-	InvoiceID   int64
-	AmountCents int64
-	// Duplicate is true when the order had already been processed: nothing
-	// was written and the fields above are the first outcome.
-	Duplicate bool
-	// Recorded is, for a duplicate, the order as MySQL holds it: another
-	// SKU, quantity or customer than the one processed means the id was
-	// reused for another request, not retried.
-	Recorded order.Order
-}
-
 // The stock guard: the only statement that sells. It affects no row when
 // the units do not fit, so MySQL never oversells whatever Redis believes.
 const guardSQL = "UPDATE products SET sold = sold + ? WHERE sku = ? AND sold + ? <= stock"
@@ -40,11 +22,11 @@ const guardSQL = "UPDATE products SET sold = sold + ? WHERE sku = ? AND sold + ?
 // Duplicate with its first outcome, and writes nothing. An unknown SKU
 // fails with order.ErrUnknownSKU and writes nothing. Deadlocks and lock
 // wait timeouts come back wrapped: test them with IsTransient.
-func (s *Store) Process(ctx context.Context, o order.Order, fence int64) (Result, error) {
+func (s *Store) Process(ctx context.Context, o order.Order, fence int64) (order.Processed, error) {
 	if err := validateOrder(o); err != nil {
-		return Result{}, err
+		return order.Processed{}, err
 	}
-	var res Result
+	var res order.Processed
 	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
 		if fence > 0 {
 			recorded, err := recordFences(ctx, tx, map[string]int64{o.ID: fence})
@@ -70,55 +52,55 @@ func (s *Store) Process(ctx context.Context, o order.Order, fence int64) (Result
 		// A concurrent twin committed the same order first; ours rolled back.
 		rec, rerr := s.Order(ctx, o.ID)
 		if rerr != nil {
-			return Result{}, fmt.Errorf("process order %s after a concurrent twin: %w", o.ID, rerr)
+			return order.Processed{}, fmt.Errorf("process order %s after a concurrent twin: %w", o.ID, rerr)
 		}
 		return rec.result(), nil
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("process order %s: %w", o.ID, err)
+		return order.Processed{}, fmt.Errorf("process order %s: %w", o.ID, err)
 	}
 	return res, nil
 }
 
 // placeOrder applies the stock guard and writes the order, plus its invoice
 // when the units fit.
-func placeOrder(ctx context.Context, tx *sqlx.Tx, o order.Order, fence int64) (Result, error) {
+func placeOrder(ctx context.Context, tx *sqlx.Tx, o order.Order, fence int64) (order.Processed, error) {
 	r, err := tx.ExecContext(ctx, guardSQL, o.Qty, o.SKU, o.Qty)
 	if err != nil {
-		return Result{}, fmt.Errorf("guard stock sku=%s: %w", o.SKU, err)
+		return order.Processed{}, fmt.Errorf("guard stock sku=%s: %w", o.SKU, err)
 	}
 	taken, err := r.RowsAffected()
 	if err != nil {
-		return Result{}, fmt.Errorf("guard stock sku=%s: %w", o.SKU, err)
+		return order.Processed{}, fmt.Errorf("guard stock sku=%s: %w", o.SKU, err)
 	}
 	var price int64
 	err = tx.GetContext(ctx, &price, "SELECT price_cents FROM products WHERE sku = ?", o.SKU)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Result{}, fmt.Errorf("read product sku=%s: %w", o.SKU, order.ErrUnknownSKU)
+		return order.Processed{}, fmt.Errorf("read product sku=%s: %w", o.SKU, order.ErrUnknownSKU)
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("read price sku=%s: %w", o.SKU, err)
+		return order.Processed{}, fmt.Errorf("read price sku=%s: %w", o.SKU, err)
 	}
 	if taken != 1 {
 		row := newOrderRow(o, fence, order.StatusRejected, order.ReasonCompensated)
 		if err := insertOrders(ctx, tx, []orderRow{row}); err != nil {
-			return Result{}, err
+			return order.Processed{}, err
 		}
-		return Result{Status: order.StatusRejected, Reason: order.ReasonCompensated}, nil
+		return order.Processed{Status: order.StatusRejected, Reason: order.ReasonCompensated}, nil
 	}
 	if err := insertOrders(ctx, tx, []orderRow{newOrderRow(o, fence, order.StatusInvoiced, "")}); err != nil {
-		return Result{}, err
+		return order.Processed{}, err
 	}
 	inv := invoiceRow{OrderID: o.ID, SKU: o.SKU, Qty: o.Qty, AmountCents: price * int64(o.Qty)}
 	r, err = tx.NamedExecContext(ctx, insertInvoiceSQL, inv)
 	if err != nil {
-		return Result{}, fmt.Errorf("insert invoice for order %s: %w", o.ID, err)
+		return order.Processed{}, fmt.Errorf("insert invoice for order %s: %w", o.ID, err)
 	}
 	id, err := r.LastInsertId()
 	if err != nil {
-		return Result{}, fmt.Errorf("read invoice id of order %s: %w", o.ID, err)
+		return order.Processed{}, fmt.Errorf("read invoice id of order %s: %w", o.ID, err)
 	}
-	return Result{Status: order.StatusInvoiced, InvoiceID: id, AmountCents: inv.AmountCents}, nil
+	return order.Processed{Status: order.StatusInvoiced, InvoiceID: id, AmountCents: inv.AmountCents}, nil
 }
 
 // validateOrder checks what the schema relies on: a usable id, and the

@@ -61,7 +61,7 @@ func TestProcessSoldOutIsRejected(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Process o-2: %v", err)
 	}
-	want := Result{Status: order.StatusRejected, Reason: order.ReasonCompensated}
+	want := order.Processed{Status: order.StatusRejected, Reason: order.ReasonCompensated}
 	if diff := cmp.Diff(want, res); diff != "" {
 		t.Fatalf("Process o-2 (-want +got):\n%s", diff)
 	}
@@ -151,7 +151,7 @@ func TestProcessNeverOversells(t *testing.T) {
 	s := newStore(t)
 	seed(t, s, "hot", 50, 100)
 
-	results := make([]Result, 200)
+	results := make([]order.Processed, 200)
 	errs := make([]error, len(results))
 	var wg sync.WaitGroup
 	for i := range results {
@@ -185,7 +185,7 @@ func TestProcessConcurrentTwins(t *testing.T) {
 	s := newStore(t)
 	seed(t, s, "hot", 10, 100)
 
-	results := make([]Result, 20)
+	results := make([]order.Processed, 20)
 	errs := make([]error, len(results))
 	var wg sync.WaitGroup
 	for i := range results {

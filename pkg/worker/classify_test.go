@@ -14,8 +14,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"surge/pkg/order"
-	"surge/pkg/stock"
-	"surge/pkg/store"
 )
 
 // recorder is a Delivery that remembers how it was settled.
@@ -41,23 +39,23 @@ type failingLedger struct {
 	hang bool
 }
 
-func (l failingLedger) Process(ctx context.Context, o order.Order, _ int64) (store.Result, error) {
+func (l failingLedger) Process(ctx context.Context, o order.Order, _ int64) (order.Processed, error) {
 	if l.hang {
 		<-ctx.Done()
-		return store.Result{}, fmt.Errorf("process order %s: %w", o.ID, ctx.Err())
+		return order.Processed{}, fmt.Errorf("process order %s: %w", o.ID, ctx.Err())
 	}
 	if l.err != nil {
-		return store.Result{}, fmt.Errorf("process order %s: %w", o.ID, l.err)
+		return order.Processed{}, fmt.Errorf("process order %s: %w", o.ID, l.err)
 	}
-	return store.Result{Status: order.StatusInvoiced}, nil
+	return order.Processed{Status: order.StatusInvoiced}, nil
 }
 
 type noStock struct{}
 
-func (noStock) Commit(context.Context, string, string, int) (stock.CommitOutcome, error) {
+func (noStock) Commit(context.Context, string, string, int) (order.CommitOutcome, error) {
 	return 0, nil
 }
-func (noStock) Release(context.Context, string, string, stock.ReleaseMode) (int, error) {
+func (noStock) Release(context.Context, string, string, order.ReleaseMode) (int, error) {
 	return 0, nil
 }
 

@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"surge/pkg/order"
-	"surge/pkg/stock"
-	"surge/pkg/store"
 )
 
 // Delivery is one message from the work queue; exactly one of Ack, Retry
@@ -30,13 +28,13 @@ type Delivery interface {
 
 // Ledger is the MySQL side. *store.Store implements it.
 type Ledger interface {
-	Process(ctx context.Context, o order.Order, fence int64) (store.Result, error)
+	Process(ctx context.Context, o order.Order, fence int64) (order.Processed, error)
 }
 
 // Settler is the Redis side. *stock.Stock implements it.
 type Settler interface {
-	Commit(ctx context.Context, sku, orderID string, qty int) (stock.CommitOutcome, error)
-	Release(ctx context.Context, sku, orderID string, mode stock.ReleaseMode) (int, error)
+	Commit(ctx context.Context, sku, orderID string, qty int) (order.CommitOutcome, error)
+	Release(ctx context.Context, sku, orderID string, mode order.ReleaseMode) (int, error)
 }
 
 // Locker guards an order while it is processed. It returns a fencing
@@ -156,12 +154,12 @@ func settle(settleErr, cause error) error {
 }
 
 // process runs the order under its lock: MySQL first, then Redis.
-func (p *Processor) process(ctx context.Context, o order.Order) (store.Result, error) {
+func (p *Processor) process(ctx context.Context, o order.Order) (order.Processed, error) {
 	var fence int64
 	if p.Lock != nil {
 		f, held, release, err := p.Lock.Lock(ctx, "order:"+o.ID)
 		if err != nil {
-			return store.Result{}, fmt.Errorf("lock order=%s: %w", o.ID, err)
+			return order.Processed{}, fmt.Errorf("lock order=%s: %w", o.ID, err)
 		}
 		defer release()
 		fence, ctx = f, held
@@ -183,19 +181,19 @@ func (p *Processor) process(ctx context.Context, o order.Order) (store.Result, e
 // idempotent, so a duplicate delivery repairs a Redis step a crash skipped.
 // A message conflicting with the order MySQL holds under its id sold
 // nothing: its reservation (on its own SKU) is released.
-func (p *Processor) settleStock(ctx context.Context, o order.Order, res store.Result) error {
+func (p *Processor) settleStock(ctx context.Context, o order.Order, res order.Processed) error {
 	var err error
 	switch {
 	case conflicting(res, o):
 		p.log().Error("order id reused for another request: not invoiced, reservation released",
 			"order_id", o.ID, "sku", o.SKU, "qty", o.Qty, "recorded_sku", res.Recorded.SKU, "recorded_qty", res.Recorded.Qty)
-		_, err = p.Stock.Release(ctx, o.SKU, o.ID, stock.Reject)
+		_, err = p.Stock.Release(ctx, o.SKU, o.ID, order.ReleaseRejected)
 	case res.Status == order.StatusInvoiced:
 		_, err = p.Stock.Commit(ctx, o.SKU, o.ID, o.Qty)
 	case res.Status == order.StatusRejected:
-		_, err = p.Stock.Release(ctx, o.SKU, o.ID, stock.Reject)
+		_, err = p.Stock.Release(ctx, o.SKU, o.ID, order.ReleaseRejected)
 	}
-	if errors.Is(err, order.ErrNotLoaded) || errors.Is(err, stock.ErrCommitted) {
+	if errors.Is(err, order.ErrNotLoaded) || errors.Is(err, order.ErrCommitted) {
 		// MySQL holds the truth; the reconciler aligns a SKU Redis lost.
 		p.log().Warn("stock not settled in Redis", "order_id", o.ID, "sku", o.SKU, "err", err)
 		return nil
@@ -207,7 +205,7 @@ func (p *Processor) settleStock(ctx context.Context, o order.Order, res store.Re
 }
 
 // conflicting tells whether MySQL holds o's id for another request.
-func conflicting(res store.Result, o order.Order) bool {
+func conflicting(res order.Processed, o order.Order) bool {
 	r := res.Recorded
 	return res.Duplicate && r.ID != "" && (r.SKU != o.SKU || r.Qty != o.Qty || r.CustomerID != o.CustomerID)
 }

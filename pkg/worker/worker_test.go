@@ -8,26 +8,24 @@ import (
 	"time"
 
 	"surge/pkg/order"
-	"surge/pkg/stock"
-	"surge/pkg/store"
 )
 
 // fixedLedger answers every order with res.
-type fixedLedger struct{ res store.Result }
+type fixedLedger struct{ res order.Processed }
 
-func (l fixedLedger) Process(context.Context, order.Order, int64) (store.Result, error) {
+func (l fixedLedger) Process(context.Context, order.Order, int64) (order.Processed, error) {
 	return l.res, nil
 }
 
 // settleLog records the Redis scripts a Processor runs.
 type settleLog struct{ calls []string }
 
-func (s *settleLog) Commit(_ context.Context, sku, id string, qty int) (stock.CommitOutcome, error) {
+func (s *settleLog) Commit(_ context.Context, sku, id string, qty int) (order.CommitOutcome, error) {
 	s.calls = append(s.calls, "commit "+sku)
-	return stock.CommittedFromResv, nil
+	return order.CommittedFromResv, nil
 }
 
-func (s *settleLog) Release(_ context.Context, sku, id string, mode stock.ReleaseMode) (int, error) {
+func (s *settleLog) Release(_ context.Context, sku, id string, mode order.ReleaseMode) (int, error) {
 	s.calls = append(s.calls, "release "+sku+" "+string(mode))
 	return 1, nil
 }
@@ -52,7 +50,7 @@ func TestDuplicateSettlesWhatMySQLHolds(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			settled := &settleLog{}
 			p := &Processor{
-				Ledger: fixedLedger{store.Result{Status: order.StatusInvoiced, Duplicate: true, Recorded: c.recorded}},
+				Ledger: fixedLedger{order.Processed{Status: order.StatusInvoiced, Duplicate: true, Recorded: c.recorded}},
 				Stock:  settled, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			}
 			d := &recorder{o: msg}
@@ -77,7 +75,7 @@ func (l *latencies) Invoiced(d time.Duration)      { l.invoiced = append(l.invoi
 // took from its acceptance at the gateway.
 func TestAcceptedToInvoicedLatency(t *testing.T) {
 	obs := &latencies{}
-	p := &Processor{Ledger: fixedLedger{store.Result{Status: order.StatusInvoiced}}, Stock: &settleLog{},
+	p := &Processor{Ledger: fixedLedger{order.Processed{Status: order.StatusInvoiced}}, Stock: &settleLog{},
 		Observer: obs, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	o := order.Order{ID: "o_1", SKU: "mug", Qty: 1, CustomerID: "alice", AcceptedAtMs: time.Now().Add(-2 * time.Second).UnixMilli()}
 	p.Handle(context.Background(), &recorder{o: o})

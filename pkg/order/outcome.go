@@ -1,0 +1,75 @@
+package order
+
+import "errors"
+
+// The outcomes the order path's adapters report to the gateway and the
+// worker: what a reservation did in Redis, what MySQL did with an order,
+// how a commit or a release settled. They live here so that the consumers
+// declare their interfaces in the domain's words and need no adapter.
+
+// Reservation says how a Reserve call ended.
+type Reservation struct {
+	// Repeat is true when the order id had been reserved before: nothing
+	// changed and the first outcome is reported again.
+	Repeat bool
+	// Avail is the number of units left after a fresh reservation, or
+	// available when a fresh order found too few (ErrSoldOut).
+	Avail int
+	// Nonce identifies this call's reservation, also when Reserve failed
+	// and may have reserved anyway (a timeout after the script ran): Undo
+	// takes it back only with the same nonce.
+	Nonce string
+}
+
+// ErrUndone answers a retry's reservation (ReserveRetry) for an order its
+// first request undid (its publish certainly failed) while the retry was
+// on its way: the order was not taken, and the retry does not take it.
+var ErrUndone = errors.New("order undone by its first request")
+
+// CommitOutcome says how a Commit call ended.
+type CommitOutcome int
+
+// Commit outcomes, as the commit script reports them.
+const (
+	CommittedAlready   CommitOutcome = 0
+	CommittedFromResv  CommitOutcome = 1
+	CommittedFromAvail CommitOutcome = 2
+)
+
+// ReleaseMode says why a release runs: see lua/release.lua.
+type ReleaseMode string
+
+// Release modes.
+const (
+	// ReleaseRejected releases whatever the order holds and keeps its
+	// state, so that a retry is answered as before: the order ended
+	// rejected.
+	ReleaseRejected ReleaseMode = "reject"
+)
+
+// ErrCommitted is returned by a release for an order already
+// committed: sold units are never released.
+var ErrCommitted = errors.New("order already committed")
+
+// ErrNotYours is returned by Undo when the reservation is not the
+// caller's to take back: another request reserved it, or a repeat (or
+// the reconciler) may have published the order since. Nothing changed.
+var ErrNotYours = errors.New("reservation not held by this request")
+
+// Processed is the outcome of processing one order.
+type Processed struct {
+	// Status is StatusInvoiced or StatusRejected.
+	Status Status
+	// Reason says why a rejected order was refused (ReasonCompensated).
+	Reason string
+	// InvoiceID and AmountCents describe the invoice of an invoiced order.
+	InvoiceID   int64
+	AmountCents int64
+	// Duplicate is true when the order had already been processed: nothing
+	// was written and the fields above are the first outcome.
+	Duplicate bool
+	// Recorded is, for a duplicate, the order as MySQL holds it: another
+	// SKU, quantity or customer than the one processed means the id was
+	// reused for another request, not retried.
+	Recorded Order
+}
