@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 	"surge/pkg/app"
 	"surge/pkg/cluster"
 	"surge/pkg/config"
@@ -228,7 +229,7 @@ func TestPipelineAsServiceUsers(t *testing.T) {
 	if len(ids) != 3 {
 		t.Fatalf("%d orders accepted, want 3", len(ids))
 	}
-	waitFor(t, "3 invoices written by surge-worker", 30*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "3 invoices written by surge-worker", 30*time.Second, func() (bool, error) {
 		n, err := p.DB.InvoiceCount(context.Background(), sku)
 		return n == 3, err
 	})

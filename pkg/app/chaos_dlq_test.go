@@ -20,6 +20,7 @@ import (
 
 	"surge/internal/apptest"
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 	"surge/pkg/app"
 	"surge/pkg/config"
 	"surge/pkg/queue"
@@ -61,7 +62,7 @@ func TestMariaDBPausedWhileOrdersArrive(t *testing.T) {
 	for i := range 10 {
 		placeOrder(i)
 	}
-	waitFor(t, "the first orders invoiced", 20*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "the first orders invoiced", 20*time.Second, func() (bool, error) {
 		n, err := p.DB.InvoiceCount(context.Background(), sku)
 		return n == 10, err
 	})
@@ -85,7 +86,7 @@ func TestMariaDBPausedWhileOrdersArrive(t *testing.T) {
 		placeOrder(i)
 	}
 
-	waitFor(t, "every order invoiced", 90*time.Second, allInvoiced(t, p, sku, func() int { return len(accepted) }))
+	testkit.WaitFor(t, "every order invoiced", 90*time.Second, allInvoiced(t, p, sku, func() int { return len(accepted) }))
 	assertInvoicedOnce(t, p, sku, accepted, 1000)
 }
 
@@ -200,7 +201,7 @@ func TestWorkerKilledMidBatch(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, "the first worker to invoice some orders", 30*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "the first worker to invoice some orders", 30*time.Second, func() (bool, error) {
 		n, err := p.DB.InvoiceCount(context.Background(), sku)
 		return n >= 20, err
 	})
@@ -216,7 +217,7 @@ func TestWorkerKilledMidBatch(t *testing.T) {
 	t.Logf("killed with %d of %d accepted orders invoiced; %d accepted in all", atKill, acceptedAtKill, len(accepted))
 
 	startWorkerProcess(t, bin, c, "second")
-	waitFor(t, "every accepted order invoiced", 60*time.Second, allInvoiced(t, p, sku, func() int { return len(accepted) }))
+	testkit.WaitFor(t, "every accepted order invoiced", 60*time.Second, allInvoiced(t, p, sku, func() int { return len(accepted) }))
 	if len(accepted) != stock {
 		t.Fatalf("accepted %d orders, want the whole stock of %d", len(accepted), stock)
 	}
@@ -272,7 +273,7 @@ func startWorkerProcess(t *testing.T, bin string, c config.Common, name string) 
 		}
 	})
 	conn := dlqConn(t, &pipeline{Cfg: c})
-	waitFor(t, name+" worker to consume", 30*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, name+" worker to consume", 30*time.Second, func() (bool, error) {
 		select {
 		case err := <-w.done:
 			w.done <- err
@@ -406,7 +407,7 @@ func startPrivateMariaDB(t *testing.T) *privateMariaDB {
 			<-done
 		}
 	})
-	waitFor(t, "the private MariaDB to accept connections", 30*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "the private MariaDB to accept connections", 30*time.Second, func() (bool, error) {
 		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", m.port), time.Second)
 		if err == nil {
 			conn.Close()

@@ -14,6 +14,7 @@ import (
 
 	"surge/internal/apitest"
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 	"surge/pkg/ops"
 	"surge/pkg/order"
 	"surge/pkg/queue"
@@ -104,7 +105,7 @@ func TestPoisonAndUnknownSKUThenReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	var letters []ops.Letter
-	waitFor(t, "two dead letters", 20*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "two dead letters", 20*time.Second, func() (bool, error) {
 		letters = dlqList(t, p)
 		return len(letters) == 2, nil
 	})
@@ -129,7 +130,7 @@ func TestPoisonAndUnknownSKUThenReplay(t *testing.T) {
 		rep.Actor != "dana" || len(rep.Items) != 1 || rep.Items[0].Outcome != ops.OutcomeReplayed {
 		t.Fatalf("replay: %d %+v", code, rep)
 	}
-	waitFor(t, "the replayed order's invoice", 20*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "the replayed order's invoice", 20*time.Second, func() (bool, error) {
 		n, err := p.DB.InvoiceCount(ctx, sku)
 		return n == 1, err
 	})
@@ -191,7 +192,7 @@ func dlqSettled(t *testing.T, p *pipeline, sku string, sold int) dlqState {
 		t.Fatal(err)
 	}
 	var v struct{ Avail, Reserved, Sold, Stock int }
-	waitFor(t, "Redis to settle", 10*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "Redis to settle", 10*time.Second, func() (bool, error) {
 		rv, err := p.Stock.View(ctx, sku)
 		v.Avail, v.Reserved, v.Sold, v.Stock = rv.Avail, rv.Reserved, rv.Sold, rv.Stock
 		return err == nil && rv.Sold == prod.Sold && rv.Consistent(), fmt.Errorf("%+v vs MySQL sold %d: %v", rv, prod.Sold, err)
@@ -229,7 +230,7 @@ func TestTransientFailureRetriedThenParked(t *testing.T) {
 		t.Fatalf("order: %d %+v", a.Status, a.Error)
 	}
 	var letters []ops.Letter
-	waitFor(t, "the order to exhaust its retries", 20*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "the order to exhaust its retries", 20*time.Second, func() (bool, error) {
 		letters = dlqList(t, p)
 		return len(letters) == 1, nil
 	})
@@ -249,7 +250,7 @@ func TestTransientFailureRetriedThenParked(t *testing.T) {
 		len(rep.Items) != 1 || rep.Items[0].Outcome != ops.OutcomeReplayed {
 		t.Fatalf("replay: %d %+v", code, rep)
 	}
-	waitFor(t, "the invoice", 20*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "the invoice", 20*time.Second, func() (bool, error) {
 		n, err := p.DB.InvoiceCount(ctx, sku)
 		return n == 1, err
 	})

@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 	"surge/pkg/order"
 	"surge/pkg/queue"
 )
@@ -40,7 +41,7 @@ func TestIdempotencyKey(t *testing.T) {
 	if bob.Status != 202 || bob.OrderID == first.OrderID {
 		t.Fatalf("another customer's key: %d %s, want a new order", bob.Status, bob.OrderID)
 	}
-	waitFor(t, "two invoices", 20*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "two invoices", 20*time.Second, func() (bool, error) {
 		n, err := p.DB.InvoiceCount(context.Background(), sku)
 		return n == 2, err
 	})
@@ -86,7 +87,7 @@ func TestBrokerUnreachable(t *testing.T) {
 		t.Fatalf("reservation left after 503: %+v", after.Redis)
 	}
 	proxy.Restore()
-	waitFor(t, "the gateway to publish again", 20*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "the gateway to publish again", 20*time.Second, func() (bool, error) {
 		a := post(t, newClient(t), p.URL, "down-1", orderBody(sku, 1, sku))
 		return a.Status == http.StatusAccepted, nil
 	})
@@ -131,7 +132,7 @@ func TestDuplicateDelivery(t *testing.T) {
 	if a.Status != 202 {
 		t.Fatalf("order: %d %+v", a.Status, a.Error)
 	}
-	waitFor(t, "the invoice", 20*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "the invoice", 20*time.Second, func() (bool, error) {
 		n, err := p.DB.InvoiceCount(context.Background(), sku)
 		return n == 1, err
 	})
@@ -151,7 +152,7 @@ func TestDuplicateDelivery(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the queue to drain", 20*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "the queue to drain", 20*time.Second, func() (bool, error) {
 		n, _, err := queue.QueueDepth(context.Background(), conn, p.Cfg.AMQP.Topology().Queue)
 		return n == 0, err
 	})

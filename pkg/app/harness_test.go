@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"testing"
-	"time"
 
 	"surge/internal/apitest"
 	"surge/internal/apptest"
@@ -88,22 +87,6 @@ func (p *pipeline) loadStock(t *testing.T, sku string, n int) {
 func (p *pipeline) restock(t *testing.T, sku string, n int) {
 	t.Helper()
 	apptest.PutStock(t, apitest.Client(t), p.URL, p.Token, sku, n, "Flash item", 1999)
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s (last error: %v)", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

@@ -12,11 +12,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 	"surge/pkg/keys"
 	"surge/pkg/lock"
 	"surge/pkg/order"
 	"surge/pkg/stock"
-	"surge/pkg/store"
 	"surge/pkg/worker"
 )
 
@@ -70,23 +70,9 @@ func (d *delivery) Dead(reason string, cause error) error {
 func TestRedeliveryWaitsForTheOrderLock(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
-	db, err := store.Open(ctx, testenv.MySQLDSN(t), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	sku := testenv.Unique("lock-")
-	testenv.CleanupSKU(t, rdb, sku)
-	if _, err := db.SetStock(ctx, sku, 5, nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	db, _ := testkit.Store(t)
+	sku := testkit.StockSKU(t, db, rdb, "lock-", 5, testkit.Product{})
 	st := stock.New(rdb, stock.Options{})
-	if _, err := st.SetStock(ctx, sku, 5, 0); err != nil {
-		t.Fatal(err)
-	}
 	o := order.Order{ID: testenv.Unique("o-"), SKU: sku, Qty: 2, CustomerID: "c-lock"}
 	if _, err := st.Reserve(ctx, o); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"surge/internal/apitest"
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 	"surge/pkg/app"
 	"surge/pkg/config"
 )
@@ -106,7 +107,7 @@ func TestMetricsMoveWhenOrdersFlow(t *testing.T) {
 			t.Fatalf("order %d: %d %+v", i, a.Status, a.Error)
 		}
 	}
-	waitFor(t, "3 invoices", 30*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "3 invoices", 30*time.Second, func() (bool, error) {
 		n, err := p.DB.InvoiceCount(context.Background(), sku)
 		return n == 3, err
 	})
@@ -123,7 +124,7 @@ func TestMetricsMoveWhenOrdersFlow(t *testing.T) {
 	}
 	// The worker observes an order right after acking it.
 	var after map[string]*dto.MetricFamily
-	waitFor(t, "the worker's observations", 10*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "the worker's observations", 10*time.Second, func() (bool, error) {
 		after = scrape(t, p.URL)
 		n := series(after, "surge_worker_orders_total", "outcome=invoiced") -
 			max(series(before, "surge_worker_orders_total", "outcome=invoiced"), 0)

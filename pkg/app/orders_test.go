@@ -14,6 +14,7 @@ import (
 
 	"surge/internal/apitest"
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 	"surge/pkg/order"
 )
 
@@ -106,7 +107,7 @@ func TestFlashSale(t *testing.T) {
 		t.Fatalf("accepted %d orders, want 100", len(accepted))
 	}
 
-	waitFor(t, "100 invoices", 60*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "100 invoices", 60*time.Second, func() (bool, error) {
 		n, err := p.DB.InvoiceCount(context.Background(), sku)
 		return n == 100, err
 	})
@@ -132,7 +133,7 @@ func assertSoldOut(t *testing.T, p *pipeline, sku string, accepted map[string]bo
 	if err != nil || prod.Sold != 100 {
 		t.Fatalf("products.sold = %d (%v), want 100", prod.Sold, err)
 	}
-	waitFor(t, "Redis to settle every reservation", 10*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "Redis to settle every reservation", 10*time.Second, func() (bool, error) {
 		v, err := p.Stock.View(ctx, sku)
 		return err == nil && v.Avail == 0 && v.Reserved == 0 && v.Sold == 100 && v.Consistent(), fmt.Errorf("%+v %v", v, err)
 	})

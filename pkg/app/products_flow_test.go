@@ -8,6 +8,7 @@ import (
 
 	"surge/internal/apitest"
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 	"surge/pkg/keys"
 )
 
@@ -49,7 +50,7 @@ func TestProductViewFollowsSales(t *testing.T) {
 	if a.Status != 202 {
 		t.Fatalf("order: %d %+v", a.Status, a.Error)
 	}
-	waitFor(t, "the view to show the sale", 10*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "the view to show the sale", 10*time.Second, func() (bool, error) {
 		v, _ := getProduct(t, p.URL, sku)
 		return v.Available == 7, nil
 	})

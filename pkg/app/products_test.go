@@ -16,6 +16,7 @@ import (
 
 	"surge/internal/apitest"
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 	"surge/pkg/cache"
 	"surge/pkg/httpapi"
 	"surge/pkg/keys"
@@ -58,25 +59,10 @@ func productServer(t *testing.T, db productSource) *httptest.Server {
 func productFixture(t *testing.T, rdb *redis.ClusterClient) (*store.Store, string) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, testenv.MySQLDSN(t), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	sku := testenv.Unique("prod-")
-	testenv.CleanupSKU(t, rdb, sku)
+	db, _ := testkit.Store(t)
+	sku := testkit.StockSKU(t, db, rdb, "prod-", 10, testkit.Product{Name: "Flash kettle", PriceCents: 2499})
 	t.Cleanup(func() { rdb.Del(context.Background(), keys.Product(sku), keys.ProductLease(sku)) })
-	name, price := "Flash kettle", int64(2499)
-	if _, err := db.SetStock(ctx, sku, 10, &name, &price); err != nil {
-		t.Fatal(err)
-	}
 	st := stock.New(rdb, stock.Options{})
-	if _, err := st.SetStock(ctx, sku, 10, 0); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := st.Reserve(ctx, order.Order{ID: testenv.Unique("o-"), SKU: sku, Qty: 3, CustomerID: "c"}); err != nil {
 		t.Fatal(err)
 	}

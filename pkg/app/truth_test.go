@@ -10,6 +10,7 @@ import (
 	"surge/internal/apitest"
 	"surge/internal/apptest"
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 )
 
 // gatewayWithStallableBroker runs a gateway whose RabbitMQ connection goes
@@ -61,7 +62,7 @@ func TestStalledConfirmIsAnUnknownOutcome(t *testing.T) {
 		t.Fatalf("redis %+v: both orders must keep their units while unknown", v)
 	}
 	proxy.Resume()
-	waitFor(t, "both orders invoiced", 20*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "both orders invoiced", 20*time.Second, func() (bool, error) {
 		n, err := p.DB.InvoiceCount(context.Background(), sku)
 		return n == 3, err
 	})
@@ -71,7 +72,7 @@ func TestStalledConfirmIsAnUnknownOutcome(t *testing.T) {
 			t.Fatalf("retry of %s: %d %+v, want 202 for the invoiced order", key, again.Status, again.Error)
 		}
 	}
-	waitFor(t, "redis to settle", 20*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "redis to settle", 20*time.Second, func() (bool, error) {
 		v, err := p.Stock.View(context.Background(), sku)
 		return err == nil && v.Sold == 4 && v.Avail == 2 && v.Reserved == 0, err
 	})
@@ -98,7 +99,7 @@ func TestKeyReusedAfterItsWindow(t *testing.T) {
 	if first.Status != http.StatusAccepted {
 		t.Fatalf("first order: %d %+v", first.Status, first.Error)
 	}
-	waitFor(t, "the first order invoiced", 20*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "the first order invoiced", 20*time.Second, func() (bool, error) {
 		n, err := p.DB.InvoiceCount(context.Background(), mug)
 		return n == 1, err
 	})
@@ -108,11 +109,11 @@ func TestKeyReusedAfterItsWindow(t *testing.T) {
 		t.Fatalf("key reused after its window: %d %+v order %s, want 202 for a new order (not %s)",
 			reused.Status, reused.Error, reused.OrderID, first.OrderID)
 	}
-	waitFor(t, "the new order invoiced", 20*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "the new order invoiced", 20*time.Second, func() (bool, error) {
 		n, err := p.DB.InvoiceCount(context.Background(), tee)
 		return n == 1, err
 	})
-	waitFor(t, "redis to agree with mysql", 20*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "redis to agree with mysql", 20*time.Second, func() (bool, error) {
 		v, err := p.Stock.View(context.Background(), tee)
 		return err == nil && v.Sold == 2 && v.Reserved == 0 && v.Sold == snapshot(t, p, tee).Sold, err
 	})

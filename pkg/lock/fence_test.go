@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 	"surge/pkg/keys"
 	"surge/pkg/lock"
 	"surge/pkg/order"
-	"surge/pkg/store"
 )
 
 // A holder frozen past its TTL (its watchdog frozen with it) loses the
@@ -21,16 +21,8 @@ import (
 // by MySQL's fencing check while the new holder's write stands.
 func TestPausedHolderIsFencedOut(t *testing.T) {
 	rdb := testenv.Redis(t)
-	dsn := testenv.MySQLDSN(t)
 	ctx := context.Background()
-	db, err := store.Open(ctx, dsn, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db, dsn := testkit.Store(t)
 	sku := testenv.Unique("fence-")
 	name, price := "Fenced item", int64(500)
 	if _, err := db.SetStock(ctx, sku, 10, &name, &price); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 	"surge/pkg/keys"
 	"surge/pkg/order"
 	"surge/pkg/reconcile"
@@ -37,29 +38,14 @@ func newEnv(t *testing.T) *env {
 	if err := stock.LoadScripts(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
-	db, err := store.Open(ctx, testenv.MySQLDSN(t), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db, _ := testkit.Store(t)
 	return &env{t: t, rdb: rdb, st: stock.New(rdb, stock.Options{}), db: db}
 }
 
 // product creates a SKU with total units in MySQL and Redis.
 func (e *env) product(total int) string {
 	e.t.Helper()
-	sku := testenv.Unique("rec-")
-	testenv.CleanupSKU(e.t, e.rdb, sku)
-	name, price := "Flash item", int64(1000)
-	if _, err := e.db.SetStock(context.Background(), sku, total, &name, &price); err != nil {
-		e.t.Fatal(err)
-	}
-	if _, err := e.st.SetStock(context.Background(), sku, total, 0); err != nil {
-		e.t.Fatal(err)
-	}
+	sku := testkit.StockSKU(e.t, e.db, e.rdb, "rec-", total, testkit.Product{Name: "Flash item", PriceCents: 1000})
 	return sku
 }
 

@@ -14,11 +14,11 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 	"surge/pkg/config"
 	"surge/pkg/ops"
 	"surge/pkg/order"
 	"surge/pkg/queue"
-	"surge/pkg/store"
 )
 
 // dlqSetup points opsctl at a fresh topology and database and parks two
@@ -50,14 +50,7 @@ func dlqSetup(t *testing.T) (orderLetter, junkLetter string, o order.Order) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = topo.Delete(ch); _ = ch.Close() })
-	db, err := store.Open(ctx, dsn, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	testkit.OpenStore(t, dsn) // the schema opsctl reads
 	pub, err := queue.NewPublisher(conn, topo, queue.PublisherOptions{Channels: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 	"surge/pkg/order"
 	"surge/pkg/reconcile"
 	"surge/pkg/stock"
@@ -26,23 +27,9 @@ func drifted(t *testing.T) (*redis.ClusterClient, *stock.Stock, *store.Store, st
 	t.Setenv("SURGE_MYSQL_DSN", dsn)
 	t.Setenv("SURGE_REDIS_ADDRS", strings.Join(testenv.RedisAddrs(), ","))
 	t.Setenv("SURGE_REDIS_PASSWORD", testenv.RedisPassword())
-	db, err := store.Open(ctx, dsn, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	sku := testenv.Unique("cli-rec-")
-	testenv.CleanupSKU(t, rdb, sku)
-	if _, err := db.SetStock(ctx, sku, 5, nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	db := testkit.OpenStore(t, dsn)
+	sku := testkit.StockSKU(t, db, rdb, "cli-rec-", 5, testkit.Product{})
 	st := stock.New(rdb, stock.Options{})
-	if _, err := st.SetStock(ctx, sku, 5, 0); err != nil {
-		t.Fatal(err)
-	}
 	o := order.Order{ID: order.IDFor(sku, "k", 0), SKU: sku, Qty: 2, CustomerID: sku}
 	if _, err := db.Process(ctx, o, 0); err != nil {
 		t.Fatal(err)

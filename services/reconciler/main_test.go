@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 	"surge/pkg/order"
 	"surge/pkg/reconcile"
 	"surge/pkg/stock"
@@ -74,29 +75,14 @@ func lostCommit(t *testing.T) (*store.Store, *stock.Stock, string) {
 	t.Helper()
 	ctx := context.Background()
 	rdb := testenv.Redis(t)
-	dsn := testenv.MySQLDSN(t)
-	db, err := store.Open(ctx, dsn, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db, dsn := testkit.Store(t)
 	t.Setenv("SURGE_MYSQL_DSN", dsn)
 	t.Setenv("SURGE_REDIS_ADDRS", strings.Join(testenv.RedisAddrs(), ","))
 	t.Setenv("SURGE_REDIS_PASSWORD", testenv.RedisPassword())
 	t.Setenv("SURGE_LOG_LEVEL", "error")
 
-	sku := testenv.Unique("rec-cmd-")
-	testenv.CleanupSKU(t, rdb, sku)
-	if _, err := db.SetStock(ctx, sku, 5, nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	sku := testkit.StockSKU(t, db, rdb, "rec-cmd-", 5, testkit.Product{})
 	st := stock.New(rdb, stock.Options{})
-	if _, err := st.SetStock(ctx, sku, 5, 0); err != nil {
-		t.Fatal(err)
-	}
 	o := order.Order{ID: order.IDFor("c", sku, 0), SKU: sku, Qty: 2, CustomerID: "c"}
 	if _, err := db.Process(ctx, o, 0); err != nil { // Redis never hears of it
 		t.Fatal(err)

@@ -3,6 +3,8 @@
 package chaos
 
 import (
+	"surge/internal/testkit"
+
 	"context"
 	"fmt"
 	"net/http"
@@ -26,7 +28,7 @@ func (p *pipeline) mysqlSold(sku string) int {
 // waitSold waits until MySQL has sold at least n units.
 func (p *pipeline) waitSold(sku string, n int, timeout time.Duration) {
 	p.t.Helper()
-	waitFor(p.t, fmt.Sprintf("mysql to sell %d units", n), timeout, func() (bool, error) {
+	testkit.WaitFor(p.t, fmt.Sprintf("mysql to sell %d units", n), timeout, func() (bool, error) {
 		prod, err := p.db.Product(context.Background(), sku)
 		return err == nil && prod.Sold >= n, err
 	})
@@ -63,7 +65,7 @@ func (p *pipeline) finalOrders(ids []string) (map[string]int, error) {
 func (p *pipeline) drain(s *sale) {
 	p.t.Helper()
 	ids := s.acceptedIDs()
-	waitFor(p.t, "every accepted order to be final in MySQL", 90*time.Second, func() (bool, error) {
+	testkit.WaitFor(p.t, "every accepted order to be final in MySQL", 90*time.Second, func() (bool, error) {
 		c, err := p.finalOrders(ids)
 		return err == nil && c["invoiced"]+c["rejected"] == len(ids), err
 	})
@@ -194,7 +196,7 @@ func (p *pipeline) quiesce() {
 	topo := p.cfg.AMQP.Topology()
 	queues := append([]string{topo.Queue}, topo.RetryQueues()...)
 	empty := 0
-	waitFor(p.t, "the work queue and the retry tiers to empty", 60*time.Second, func() (bool, error) {
+	testkit.WaitFor(p.t, "the work queue and the retry tiers to empty", 60*time.Second, func() (bool, error) {
 		for _, q := range queues {
 			st, err := ch.QueueDeclarePassive(q, true, false, false, false, nil)
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 	"surge/pkg/reconcile"
 )
 
@@ -97,7 +98,7 @@ func TestPausedMasterLosesNoAcceptedOrder(t *testing.T) {
 	promoted := priv.waitPromoted(t, slot, master, replica)
 	dbPromoted := p.dbNow()
 	priv.signal(t, master, syscall.SIGCONT)
-	waitFor(t, "the old master to turn replica", 30*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "the old master to turn replica", 30*time.Second, func() (bool, error) {
 		role, err := priv.node(t, master).Do(ctx, "ROLE").Slice()
 		return err == nil && len(role) > 0 && role[0] == "slave", err
 	})

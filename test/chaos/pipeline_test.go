@@ -115,19 +115,3 @@ func (p *pipeline) reconciler() *reconcile.Reconciler {
 	return reconcile.New(p.redis.ClusterClient, reconcile.StoreLedger{Store: p.db},
 		reconcile.Options{Grace: 2 * time.Second, Log: logger(), Publisher: p.pub})
 }
-
-// waitFor polls cond until it holds, failing the test after timeout.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}

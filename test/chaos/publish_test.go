@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 	"surge/pkg/idem"
 	"surge/pkg/keys"
 	"surge/pkg/order"
@@ -63,7 +64,7 @@ func TestReservationWithoutPublishIsPublished(t *testing.T) {
 	}
 	// The worker commits the order in MySQL, then in Redis: wait for both.
 	var v stock.View
-	waitFor(t, "the dead gateway's order to be invoiced and committed in Redis", 30*time.Second, func() (bool, error) {
+	testkit.WaitFor(t, "the dead gateway's order to be invoiced and committed in Redis", 30*time.Second, func() (bool, error) {
 		c, err := p.finalOrders([]string{dead.ID})
 		if err != nil || c["invoiced"] != 1 {
 			return false, err

@@ -1,0 +1,88 @@
+// Package testkit is the set-up that integration tests repeat: a migrated
+// store on a fresh database, a SKU stocked in MySQL and Redis, waiting for
+// a condition. It sits above internal/testenv (which only finds the
+// engines) and imports the adapters, so the adapters' own internal tests
+// cannot use it; every other test can.
+package testkit
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"surge/internal/testenv"
+	"surge/pkg/stock"
+	"surge/pkg/store"
+)
+
+// Store opens a store on a fresh database for the calling test (see
+// testenv.MySQLDSN), migrated, closed at cleanup. Its DSN is returned too,
+// for tests that hand it to a program.
+func Store(t testing.TB) (*store.Store, string) {
+	t.Helper()
+	dsn := testenv.MySQLDSN(t)
+	return OpenStore(t, dsn), dsn
+}
+
+// OpenStore opens a store on dsn and migrates it; it is closed at cleanup.
+func OpenStore(t testing.TB, dsn string) *store.Store {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dsn, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// Product is what StockSKU creates in MySQL beside the stock; the zero
+// value leaves name and price to the store's defaults.
+type Product struct {
+	Name       string
+	PriceCents int64
+}
+
+// StockSKU creates a SKU named from prefix with units in stock in MySQL
+// and loads the same stock into Redis (nothing sold), removing its Redis
+// keys at cleanup. It returns the SKU.
+func StockSKU(t testing.TB, db *store.Store, rdb *redis.ClusterClient, prefix string, units int, p Product) string {
+	t.Helper()
+	ctx := context.Background()
+	sku := testenv.Unique(prefix)
+	testenv.CleanupSKU(t, rdb, sku)
+	var name *string
+	var price *int64
+	if p.Name != "" {
+		name, price = &p.Name, &p.PriceCents
+	}
+	if _, err := db.SetStock(ctx, sku, units, name, price); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stock.New(rdb, stock.Options{}).SetStock(ctx, sku, units, 0); err != nil {
+		t.Fatal(err)
+	}
+	return sku
+}
+
+// WaitFor polls cond every 50 ms until it holds, and fails the test when
+// timeout passes first, with cond's last error.
+func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
