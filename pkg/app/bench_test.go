@@ -9,11 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"surge/pkg/gateway"
 	"surge/pkg/httpapi"
 	"surge/pkg/metrics"
 	"surge/pkg/order"
 	"surge/pkg/stock"
+	"surge/pkg/telemetry"
 )
 
 // The engines' stand-ins for the handler benchmark: each answers at once,
@@ -49,22 +52,39 @@ func (benchCatalog) Exists(context.Context, string) (bool, error) { return true,
 
 // benchServer is the gateway's order route on the stand-ins, wrapped as
 // NewGateway wraps it.
-func benchServer(b *testing.B) http.Handler {
+// (tel: as NewGateway builds it, traced when tel is enabled).
+func benchServer(b *testing.B, tel *telemetry.Tracing) http.Handler {
 	b.Helper()
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	api := &httpapi.Server{
-		Orders: &gateway.Service{Stock: metrics.Reserver{Next: benchStock{}}, Idem: benchClaims{},
-			Queue: metrics.Publisher{Next: benchPublisher{}}, Catalog: benchCatalog{}, Log: log},
-		Log: log,
-	}
-	return instrumented(api, nil)
+	orders := &gateway.Service{Stock: metrics.Reserver{Next: benchStock{}}, Idem: benchClaims{},
+		Queue: metrics.Publisher{Next: benchPublisher{}}, Catalog: benchCatalog{}, Log: log}
+	traced(orders, tel, "orders")
+	api := &httpapi.Server{Orders: orders, Log: log}
+	return instrumented(api, nil, tel)
 }
 
 // BenchmarkPostOrder is one accepted POST /v1/orders through the
-// gateway's handler chain, with the engines answering at once.
+// gateway's handler chain, with the engines answering at once: tracing
+// off (no SURGE_OTLP_ENDPOINT, the default), and on with every span
+// sampled and made but exported nowhere (the SDK's cost, not an
+// exporter's).
 func BenchmarkPostOrder(b *testing.B) {
-	h := benchServer(b)
-	benchPost(b, h)
+	b.Run("tracing=off", func(b *testing.B) {
+		tel, err := setupTracing(context.Background(), "", Tracing{}, "surge-gateway")
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchPost(b, benchServer(b, tel))
+	})
+	b.Run("tracing=on", func(b *testing.B) {
+		tp := sdktrace.NewTracerProvider()
+		defer func() { _ = tp.Shutdown(context.Background()) }()
+		tel, err := setupTracing(context.Background(), "", Tracing{Provider: tp}, "surge-gateway")
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchPost(b, benchServer(b, tel))
+	})
 }
 
 func benchPost(b *testing.B, h http.Handler) {

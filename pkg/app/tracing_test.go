@@ -1,0 +1,140 @@
+package app_test
+
+import (
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"surge/internal/apitest"
+	"surge/internal/apptest"
+	"surge/internal/testenv"
+	"surge/pkg/order"
+)
+
+// recorder is a tracer provider whose spans a test reads back.
+func recorder(t *testing.T) (*sdktrace.TracerProvider, *tracetest.SpanRecorder) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
+	return tp, rec
+}
+
+// spanNamed returns the ended span called name, failing t when there is
+// not exactly one.
+func spanNamed(t *testing.T, spans []sdktrace.ReadOnlySpan, name string) sdktrace.ReadOnlySpan {
+	t.Helper()
+	var found []sdktrace.ReadOnlySpan
+	for _, s := range spans {
+		if s.Name() == name {
+			found = append(found, s)
+		}
+	}
+	if len(found) != 1 {
+		names := []string{}
+		for _, s := range spans {
+			names = append(names, s.Name())
+		}
+		t.Fatalf("want one span %q, have %d among %q", name, len(found), names)
+	}
+	return found[0]
+}
+
+// TestOneOrderIsOneTrace: a gateway and a worker, each with its own tracer
+// provider (as two processes have), on the real engines. One order's spans
+// form one trace: the gateway's HTTP span is its root, the Redis admit and
+// reserve scripts and the publish are its children, the worker's consume
+// span continues the trace from the message's traceparent header with the
+// publish span as its parent, and the lock, the MySQL transaction and the
+// Redis commit script are the consume span's children.
+func TestOneOrderIsOneTrace(t *testing.T) {
+	c := apptest.Common(t)
+	gtp, grec := recorder(t)
+	wtp, wrec := recorder(t)
+	gcfg := apptest.GatewayConfig(t, c, "test-token")
+	gcfg.Tracing.Provider = gtp
+	url, _ := apptest.Gateway(t, gcfg, quietLog())
+	wcfg := apptest.WorkerConfig(t, c)
+	wcfg.Tracing.Provider = wtp
+	apptest.Worker(t, wcfg, quietLog())
+
+	sku := testenv.Unique("traced-")
+	testenv.CleanupSKU(t, testenv.Redis(t), sku)
+	apptest.PutStock(t, apitest.Client(t), url, "test-token", sku, 5, "Traced item", 500)
+	a := post(t, apitest.Client(t), url, "trace-1", orderBody(sku, 1, testenv.Unique("tracy-")))
+	if a.Status != 202 {
+		t.Fatalf("order answered %d %+v", a.Status, a)
+	}
+	waitFor(t, "the order invoiced", 15*time.Second, func() (bool, error) {
+		g := get(t, url+"/v1/orders/"+a.OrderID)
+		return g.State == string(order.StatusInvoiced), nil
+	})
+	queueName := c.AMQP.Topology().Queue
+	consumeName := "process " + queueName
+	waitFor(t, "the worker's consume span to end", 10*time.Second, func() (bool, error) {
+		for _, s := range wrec.Ended() {
+			if s.Name() == consumeName {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+
+	var gspans []sdktrace.ReadOnlySpan
+	var root sdktrace.ReadOnlySpan
+	for _, s := range grec.Ended() {
+		if s.Name() == "POST /v1/orders" {
+			root = s
+		}
+	}
+	if root == nil {
+		t.Fatal("no span for POST /v1/orders")
+	}
+	for _, s := range grec.Ended() {
+		if s.SpanContext().TraceID() == root.SpanContext().TraceID() {
+			gspans = append(gspans, s)
+		}
+	}
+	if root.SpanKind() != trace.SpanKindServer || root.Parent().IsValid() {
+		t.Errorf("POST /v1/orders: kind %v, parent %v: want a server span at the root", root.SpanKind(), root.Parent())
+	}
+	traceID := root.SpanContext().TraceID()
+	publish := spanNamed(t, gspans, c.AMQP.Topology().Exchange+" publish")
+	for _, name := range []string{"redis admit", "redis reserve", publish.Name()} {
+		s := spanNamed(t, gspans, name)
+		if s.Parent().SpanID() != root.SpanContext().SpanID() {
+			t.Errorf("gateway span %q: parent %v, want the HTTP span %v", name, s.Parent().SpanID(), root.SpanContext().SpanID())
+		}
+	}
+	if publish.SpanKind() != trace.SpanKindProducer {
+		t.Errorf("publish span kind %v, want producer", publish.SpanKind())
+	}
+
+	wspans := wrec.Ended()
+	consume := spanNamed(t, wspans, consumeName)
+	if got := consume.SpanContext().TraceID(); got != traceID {
+		t.Fatalf("the worker's consume span is in trace %v, the gateway's spans in %v", got, traceID)
+	}
+	if consume.Parent().SpanID() != publish.SpanContext().SpanID() || !consume.Parent().IsRemote() {
+		t.Errorf("consume span's parent %v (remote %v), want the gateway's publish span %v",
+			consume.Parent().SpanID(), consume.Parent().IsRemote(), publish.SpanContext().SpanID())
+	}
+	if consume.SpanKind() != trace.SpanKindConsumer {
+		t.Errorf("consume span kind %v, want consumer", consume.SpanKind())
+	}
+	for _, name := range []string{"lock", "mysql order", "redis commit"} {
+		s := spanNamed(t, wspans, name)
+		if s.SpanContext().TraceID() != traceID || s.Parent().SpanID() != consume.SpanContext().SpanID() {
+			t.Errorf("worker span %q: trace %v parent %v, want trace %v under the consume span %v", name,
+				s.SpanContext().TraceID(), s.Parent().SpanID(), traceID, consume.SpanContext().SpanID())
+		}
+	}
+	for _, s := range append(gspans, wspans...) {
+		if s.Status().Code.String() == "Error" {
+			t.Errorf("span %q ended with an error: %s", s.Name(), s.Status().Description)
+		}
+	}
+	t.Logf("trace %v: gateway %d spans, worker %d spans", traceID, len(gspans), len(wspans))
+}
