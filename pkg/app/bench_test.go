@@ -70,7 +70,7 @@ func benchServer(b *testing.B, tel *telemetry.Tracing) http.Handler {
 // exporter's).
 func BenchmarkPostOrder(b *testing.B) {
 	b.Run("tracing=off", func(b *testing.B) {
-		tel, err := setupTracing(context.Background(), "", Tracing{}, "surge-gateway")
+		tel, err := setupTracing(context.Background(), "", Tracing{}, "surge-gateway", slog.Default())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -79,7 +79,7 @@ func BenchmarkPostOrder(b *testing.B) {
 	b.Run("tracing=on", func(b *testing.B) {
 		tp := sdktrace.NewTracerProvider()
 		defer func() { _ = tp.Shutdown(context.Background()) }()
-		tel, err := setupTracing(context.Background(), "", Tracing{Provider: tp}, "surge-gateway")
+		tel, err := setupTracing(context.Background(), "", Tracing{Provider: tp}, "surge-gateway", slog.Default())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -91,7 +91,7 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	if err != nil {
 		return nil, err
 	}
-	tel, err := setupTracing(ctx, cfg.OTLPEndpoint, cfg.Tracing, "surge-gateway")
+	tel, err := setupTracing(ctx, cfg.OTLPEndpoint, cfg.Tracing, "surge-gateway", log)
 	if err != nil {
 		eng.close()
 		return nil, err

@@ -2,9 +2,11 @@ package app
 
 import (
 	"context"
+	"log/slog"
 	"runtime/debug"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
 	"surge/pkg/telemetry"
@@ -19,13 +21,20 @@ type Tracing struct {
 	Provider trace.TracerProvider `ignored:"true"`
 }
 
-// setupTracing is the one place a service's tracing is set up.
-func setupTracing(ctx context.Context, endpoint string, t Tracing, service string) (*telemetry.Tracing, error) {
+// setupTracing is the one place a service's tracing is set up. When it
+// exports, the exporter's failures (a collector down) are logged on log,
+// as warnings, instead of the standard logger.
+func setupTracing(ctx context.Context, endpoint string, t Tracing, service string, log *slog.Logger) (*telemetry.Tracing, error) {
 	version := ""
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		version = bi.Main.Version
 	}
-	return telemetry.Setup(ctx, telemetry.Options{Endpoint: endpoint, Service: service, Version: version, Provider: t.Provider})
+	tel, err := telemetry.Setup(ctx, telemetry.Options{Endpoint: endpoint, Service: service, Version: version, Provider: t.Provider})
+	if err == nil && tel.Exporting() {
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing", "err", err) }))
+		log.Info("exporting traces", "endpoint", endpoint)
+	}
+	return tel, err
 }
 
 // tracingShutdownTimeout bounds the export of the last spans at shutdown.

@@ -1,16 +1,26 @@
 package app_test
 
 import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"surge/internal/apitest"
 	"surge/internal/apptest"
 	"surge/internal/testenv"
+	"surge/pkg/app"
 	"surge/pkg/order"
 )
 
@@ -137,4 +147,83 @@ func TestOneOrderIsOneTrace(t *testing.T) {
 		}
 	}
 	t.Logf("trace %v: gateway %d spans, worker %d spans", traceID, len(gspans), len(wspans))
+}
+
+// otlpReceiver is an in-process OTLP/HTTP receiver: it decodes each
+// export request and keeps the names of the spans by service.
+type otlpReceiver struct {
+	mu    sync.Mutex
+	spans map[string][]string // service.name -> span names
+}
+
+func (r *otlpReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	exp := &coltracepb.ExportTraceServiceRequest{}
+	if req.URL.Path != "/v1/traces" || proto.Unmarshal(body, exp) != nil {
+		http.Error(w, "not an OTLP trace export", http.StatusBadRequest)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rs := range exp.GetResourceSpans() {
+		service := ""
+		for _, kv := range rs.GetResource().GetAttributes() {
+			if kv.GetKey() == "service.name" {
+				service = kv.GetValue().GetStringValue()
+			}
+		}
+		for _, ss := range rs.GetScopeSpans() {
+			for _, s := range ss.GetSpans() {
+				r.spans[service] = append(r.spans[service], s.GetName())
+			}
+		}
+	}
+	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(out)
+}
+
+// TestTracesExportedWhenEndpointSet: SURGE_OTLP_ENDPOINT, read like every
+// SURGE_ variable, makes the gateway export its spans over OTLP/HTTP; they
+// reach the receiver by the time the gateway has shut down.
+func TestTracesExportedWhenEndpointSet(t *testing.T) {
+	recv := &otlpReceiver{spans: map[string][]string{}}
+	srv := httptest.NewServer(recv)
+	defer srv.Close()
+	t.Setenv("SURGE_OTLP_ENDPOINT", srv.URL)
+	c := apptest.Common(t)
+	if c.OTLPEndpoint != srv.URL {
+		t.Fatalf("SURGE_OTLP_ENDPOINT read as %q", c.OTLPEndpoint)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g, err := app.NewGateway(ctx, apptest.GatewayConfig(t, c, "test-token"), quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx, ln) }()
+	url := "http://" + ln.Addr().String()
+	sku := testenv.Unique("otlp-")
+	testenv.CleanupSKU(t, testenv.Redis(t), sku)
+	apptest.PutStock(t, apitest.Client(t), url, "test-token", sku, 5, "Exported item", 500)
+	if a := post(t, apitest.Client(t), url, "otlp-1", orderBody(sku, 1, testenv.Unique("otlp-"))); a.Status != http.StatusAccepted {
+		t.Fatalf("order answered %d %+v", a.Status, a)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	got := strings.Join(recv.spans["surge-gateway"], ",")
+	for _, want := range []string{"PUT /v1/admin/stock/{sku}", "POST /v1/orders", "redis admit", "redis reserve", c.AMQP.Topology().Exchange + " publish"} {
+		if !strings.Contains(","+got+",", ","+want+",") {
+			t.Errorf("the receiver has no span %q from surge-gateway: %v", want, recv.spans)
+		}
+	}
 }

@@ -84,7 +84,7 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker
 		Observer: metrics.WorkerObserver{},
 	}
 	proc.Lock = countedLocker(newOrderLocker(eng.fast, cfg.LockTTL))
-	tel, err := setupTracing(ctx, cfg.OTLPEndpoint, cfg.Tracing, "surge-worker")
+	tel, err := setupTracing(ctx, cfg.OTLPEndpoint, cfg.Tracing, "surge-worker", log)
 	if err != nil {
 		if batcher != nil {
 			batcher.Close()
