@@ -6,6 +6,7 @@
 #                    and MariaDB are stopped only when `make up` started them
 #   make test        start the engines, vet, race-test everything, then the chaos tests
 #   make test-chaos  only the tests behind the `chaos` build tag
+#   make test-alerts the alert rules' unit tests (promtool test rules deploy/alerts_test.yml)
 #   make test-faults the randomized fault test (build tag `faults`): private engines, the real
 #                    binaries, a sale under random faults, its history checked against the
 #                    promise to buyers; SURGE_FAULTS_SEED replays a run, SURGE_FAULTS_RUNS=n
@@ -35,7 +36,7 @@ CHAOS_PKGS = $(shell grep -rlE --include='*.go' --exclude-dir=var --exclude-dir=
 FOREMAN_PID := $(VAR)/foreman.pid
 FOREMAN_LOG := $(VAR)/log/foreman.log
 
-.PHONY: build up down deps engines migrate users procs-start procs-stop test test-chaos chaos test-faults bench bench-go smoke \
+.PHONY: build up down deps engines migrate users procs-start procs-stop test test-chaos test-alerts chaos test-faults bench bench-go smoke \
 	fmt vet status clean
 
 # build compiles every services/<name> main package into bin/<name>, and the tooling's
@@ -110,9 +111,17 @@ procs-stop:
 test: engines users
 	$(GO) vet ./...
 	cd tools && $(GO) vet ./...
+	@$(MAKE) --no-print-directory test-alerts
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	cd tools && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	@$(MAKE) --no-print-directory chaos
+
+# test-alerts shows every alert of deploy/alerts.yml firing and not firing on made-up series;
+# it needs only promtool (deploy/install-deps.sh installs it), no engine.
+test-alerts:
+	@command -v promtool >/dev/null || { echo "test-alerts: promtool is not installed (deploy/install-deps.sh installs Debian's prometheus package)" >&2; exit 1; }
+	promtool check rules deploy/alerts.yml
+	promtool test rules deploy/alerts_test.yml
 
 test-chaos: engines
 	@$(MAKE) --no-print-directory chaos

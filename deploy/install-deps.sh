@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what surge needs to run locally on Debian, and only what is missing:
-# Redis (server + redis-cli), RabbitMQ, MariaDB, foreman (runs the Procfile), curl, and
-# Chromium (headless, for the checkout page's browser tests in test/browser).
+# Redis (server + redis-cli), RabbitMQ, MariaDB, foreman (runs the Procfile), curl,
+# Chromium (headless, for the checkout page's browser tests in test/browser) and promtool
+# (Debian ships it in the prometheus package; make test-alerts runs deploy/alerts_test.yml
+# with it; on a machine with systemd the package also enables a Prometheus server on :9090).
 # Go is not installed here: the script only checks that it is present and new enough.
 set -euo pipefail
 
@@ -21,7 +23,8 @@ mariadbd mariadb-server
 mariadb mariadb-client
 foreman ruby-foreman
 curl curl
-chromium chromium"
+chromium chromium
+promtool prometheus"
 
 missing=()
 while read -r program package; do
@@ -30,7 +33,7 @@ while read -r program package; do
 done <<<"$needed"
 
 if ((${#missing[@]} == 0)); then
-	log "redis, rabbitmq, mariadb, foreman, curl and chromium are already installed"
+	log "redis, rabbitmq, mariadb, foreman, curl, chromium and promtool are already installed"
 else
 	command -v apt-get >/dev/null || {
 		log "error: missing ${missing[*]} and apt-get is not available; install them by hand"

@@ -20,6 +20,7 @@ import (
 	"surge/pkg/ratelimit"
 	"surge/pkg/reconcile"
 	"surge/pkg/stock"
+	"surge/pkg/telemetry"
 )
 
 // GatewayConfig is the gateway's configuration (SURGE_ variables).
@@ -65,6 +66,9 @@ type GatewayConfig struct {
 	// https://shop.example) allowed to call the API: SURGE_CORS_ORIGINS,
 	// comma-separated, default none.
 	CORSOrigins []string `envconfig:"CORS_ORIGINS"`
+	// Tracing is the test's span recorder, if any (SURGE_OTLP_ENDPOINT
+	// is in Common).
+	Tracing
 }
 
 // Gateway is the running gateway.
@@ -74,6 +78,7 @@ type Gateway struct {
 	eng   *engines
 	pub   *queue.Publisher
 	srv   *http.Server
+	tel   *telemetry.Tracing
 	Stock *stock.Stock
 
 	products *products
@@ -86,10 +91,20 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	if err != nil {
 		return nil, err
 	}
-	topo := cfg.AMQP.Topology()
-	pub, err := queue.NewPublisher(eng.mq, topo, queue.PublisherOptions{Channels: cfg.PublishChannels, ConfirmTimeout: cfg.ConfirmTimeout})
+	tel, err := setupTracing(ctx, cfg.OTLPEndpoint, cfg.Tracing, "surge-gateway", log)
 	if err != nil {
 		eng.close()
+		return nil, err
+	}
+	topo := cfg.AMQP.Topology()
+	pubOpts := queue.PublisherOptions{Channels: cfg.PublishChannels, ConfirmTimeout: cfg.ConfirmTimeout}
+	if tel.Enabled() {
+		pubOpts.Headers = tel.Headers
+	}
+	pub, err := queue.NewPublisher(eng.mq, topo, pubOpts)
+	if err != nil {
+		eng.close()
+		_ = tel.ShutdownWithin(tracingShutdownTimeout)
 		return nil, fmt.Errorf("publisher: %w", err)
 	}
 	st := stock.New(reserveClient(eng, cfg.ReserveWaitReplicas), stock.Options{StateTTL: cfg.IdempotencyTTL,
@@ -98,10 +113,12 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	claims := customerLimited(records, cfg.RateLimit)
 	prods := newProducts(eng.fast, eng.db, cfg.ProductTTL, log)
 	hints := &gateway.SoldOutHints{TTL: cfg.SoldOutHintTTL}
+	orders := &gateway.Service{Stock: metrics.Reserver{Next: st}, Idem: claims,
+		Queue: metrics.Publisher{Next: pub}, Catalog: catalog{eng.db}, Log: log,
+		SoldOut: hints, OnSoldOutCached: metrics.SoldOutCached, OnOutcomeUnknown: metrics.OutcomeUnknown}
+	traced(orders, tel, topo.Exchange)
 	api := &httpapi.Server{
-		Orders: &gateway.Service{Stock: metrics.Reserver{Next: st}, Idem: claims,
-			Queue: metrics.Publisher{Next: pub}, Catalog: catalog{eng.db}, Log: log,
-			SoldOut: hints, OnSoldOutCached: metrics.SoldOutCached, OnOutcomeUnknown: metrics.OutcomeUnknown},
+		Orders:     orders,
 		Status:     &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st},
 		Stock:      stockAdmin{&ops.Stock{DB: eng.db, Redis: st}, prods, hints},
 		AdminToken: cfg.AdminToken,
@@ -113,10 +130,10 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 		},
 	}
 	api.IPLimit = ipLimit(eng.fast, cfg.RateLimit)
-	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st}
+	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st, tel: tel}
 	api.RatePolicies = ratePolicies(cfg.RateLimit)
 	api.OpenAPI = apidoc.OpenAPI
-	g.srv = httpapi.NewHTTPServer(cfg.HTTPAddr, instrumented(api, cfg.CORSOrigins))
+	g.srv = httpapi.NewHTTPServer(cfg.HTTPAddr, instrumented(api, cfg.CORSOrigins, tel))
 	httpapi.MountDeadLetters(api, &ops.DeadLetters{Queue: ops.QueueDead{Conn: eng.mq, Topology: topo}, DB: eng.db})
 	rec := reconcile.New(eng.redis.ClusterClient, reconcile.StoreLedger{Store: eng.db}, reconcile.Options{
 		Grace: cfg.Grace, Lookback: cfg.Lookback, StateTTL: cfg.IdempotencyTTL, Log: log, Publisher: pub})
@@ -185,4 +202,18 @@ func (g *Gateway) close() {
 	_ = g.pub.Close()
 	g.products.Close()
 	g.eng.close()
+	if err := g.tel.ShutdownWithin(tracingShutdownTimeout); err != nil {
+		g.log.Warn("export the last spans", "err", err)
+	}
+}
+
+// traced wraps the order path's Redis scripts and publish in spans when
+// tracing is on; off, s is left exactly as it is.
+func traced(s *gateway.Service, tel *telemetry.Tracing, exchange string) {
+	if !tel.Enabled() {
+		return
+	}
+	s.Idem = telemetry.Claimer{Next: s.Idem, T: tel}
+	s.Stock = telemetry.Reserver{Next: s.Stock, T: tel}
+	s.Queue = telemetry.Publisher{Next: s.Queue, T: tel, Exchange: exchange}
 }

@@ -15,6 +15,7 @@ import (
 	"surge/pkg/lock"
 	"surge/pkg/metrics"
 	"surge/pkg/ratelimit"
+	"surge/pkg/telemetry"
 	"surge/pkg/worker"
 )
 
@@ -41,12 +42,16 @@ func customerLimited(records *idem.Records, c ratelimit.Config) gateway.Claimer 
 }
 
 // instrumented builds api's routes, mounts GET /metrics beside them,
-// times every request by route and status, gives it a request id, and
-// answers browsers on the CORS origins.
-func instrumented(api *httpapi.Server, corsOrigins []string) http.Handler {
+// times every request by route and status, traces it when tracing is on,
+// gives it a request id, and answers browsers on the CORS origins.
+func instrumented(api *httpapi.Server, corsOrigins []string, tel *telemetry.Tracing) http.Handler {
 	h := api.Handler()
 	api.Handle("GET /metrics", metrics.Handler())
-	return httpapi.CORS(corsOrigins, httpapi.RequestIDs(metrics.Middleware(h)))
+	h = metrics.Middleware(h)
+	if tel.Enabled() {
+		h = tel.HTTP(h)
+	}
+	return httpapi.CORS(corsOrigins, httpapi.RequestIDs(h))
 }
 
 // serveMetrics answers scrapes on ep (nil: none) until the returned func

@@ -10,6 +10,7 @@ import (
 	"surge/pkg/queue"
 	"surge/pkg/stock"
 	"surge/pkg/store"
+	"surge/pkg/telemetry"
 	"surge/pkg/worker"
 )
 
@@ -42,6 +43,9 @@ type WorkerConfig struct {
 	// MetricsAddr serves GET /metrics: SURGE_WORKER_METRICS_ADDR, default
 	// 127.0.0.1:9101; empty serves none.
 	MetricsAddr string `envconfig:"WORKER_METRICS_ADDR" default:"127.0.0.1:9101"`
+	// Tracing is the test's span recorder, if any (SURGE_OTLP_ENDPOINT
+	// is in Common).
+	Tracing
 }
 
 // Worker is the running worker pool.
@@ -56,6 +60,7 @@ type Worker struct {
 	// products refreshes cached product views in the background.
 	products *products
 	mets     *metrics.Endpoint // nil without MetricsAddr
+	tel      *telemetry.Tracing
 }
 
 // NewWorker opens the engines, declares the topology and builds the
@@ -79,12 +84,25 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker
 		Observer: metrics.WorkerObserver{},
 	}
 	proc.Lock = countedLocker(newOrderLocker(eng.fast, cfg.LockTTL))
+	tel, err := setupTracing(ctx, cfg.OTLPEndpoint, cfg.Tracing, "surge-worker", log)
+	if err != nil {
+		if batcher != nil {
+			batcher.Close()
+		}
+		eng.close()
+		return nil, err
+	}
+	if tel.Enabled() {
+		proc.Ledger = telemetry.Ledger{Next: proc.Ledger, T: tel}
+		proc.Stock = telemetry.Settler{Next: proc.Stock, T: tel}
+		proc.Lock = telemetry.Locker{Next: proc.Lock, T: tel}
+	}
 	prods := newProducts(eng.fast, eng.db, 0, log)
 	proc.Cache = prods
 	cons := queue.NewConsumer(eng.mq, cfg.AMQP.Topology(), queue.ConsumerOptions{
 		Prefetch: cfg.Prefetch, Concurrency: cfg.Concurrency, Logger: log,
 	})
-	w := &Worker{cfg: cfg, log: log, eng: eng, cons: cons, proc: proc, batcher: batcher, products: prods}
+	w := &Worker{cfg: cfg, log: log, eng: eng, cons: cons, proc: proc, batcher: batcher, products: prods, tel: tel}
 	if cfg.MetricsAddr != "" {
 		if w.mets, err = metrics.Listen(cfg.MetricsAddr); err != nil {
 			if batcher != nil {
@@ -92,6 +110,7 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker
 			}
 			prods.Close()
 			eng.close()
+			_ = tel.ShutdownWithin(tracingShutdownTimeout)
 			return nil, err
 		}
 	}
@@ -103,12 +122,19 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker
 func (w *Worker) Run(ctx context.Context) error {
 	w.log.Info("worker consuming", "queue", w.cfg.AMQP.Topology().Queue, "concurrency", w.cfg.Concurrency)
 	stopMetrics := serveMetrics(ctx, w.mets, w.log)
-	err := w.cons.Run(ctx, func(ctx context.Context, d *queue.Delivery) { w.proc.Handle(ctx, d) })
+	handle := queue.Handler(func(ctx context.Context, d *queue.Delivery) { w.proc.Handle(ctx, d) })
+	if w.tel.Enabled() {
+		handle = w.tel.Consume(w.cfg.AMQP.Topology().Queue, handle)
+	}
+	err := w.cons.Run(ctx, handle)
 	stopMetrics()
 	if w.batcher != nil {
 		w.batcher.Close() // after the consumer drained: no order is waiting
 	}
 	w.products.Close() // the last refreshes, before Redis closes
 	w.eng.close()
+	if terr := w.tel.ShutdownWithin(tracingShutdownTimeout); terr != nil {
+		w.log.Warn("export the last spans", "err", terr)
+	}
 	return err
 }

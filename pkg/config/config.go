@@ -85,6 +85,10 @@ type Common struct {
 	// SURGE_IDEMPOTENCY_TTL, default 24h, at least 1s (per-order states
 	// expire in whole seconds).
 	IdempotencyTTL time.Duration `envconfig:"IDEMPOTENCY_TTL" default:"24h"`
+	// OTLPEndpoint is where the gateway and the worker export their traces
+	// over OTLP/HTTP: SURGE_OTLP_ENDPOINT (http://collector:4318, or
+	// host:port), default none: tracing off (see package telemetry).
+	OTLPEndpoint string `envconfig:"OTLP_ENDPOINT"`
 }
 
 // MinIdempotencyTTL is the shortest SURGE_IDEMPOTENCY_TTL accepted.

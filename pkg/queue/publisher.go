@@ -22,6 +22,10 @@ type PublisherOptions struct {
 	ConfirmTimeout time.Duration
 	// Now stamps published orders. Default time.Now.
 	Now func() time.Time
+	// Headers, when set, gives the headers of each order Publish sends,
+	// from the publisher's context: the trace context (telemetry). Nil
+	// adds none.
+	Headers func(ctx context.Context) amqp.Table
 }
 
 func (o PublisherOptions) withDefaults() PublisherOptions {
@@ -119,6 +123,9 @@ func (p *Publisher) Publish(ctx context.Context, o order.Order) error {
 		MessageId:    o.ID,
 		Timestamp:    p.opts.Now(),
 		Body:         body,
+	}
+	if p.opts.Headers != nil {
+		msg.Headers = p.opts.Headers(ctx)
 	}
 	if err := p.publish(ctx, p.topo.Exchange, p.topo.RoutingKey, msg); err != nil {
 		return fmt.Errorf("publish order %s: %w", o.ID, err)
