@@ -39,8 +39,9 @@ type loadgenConfig struct {
 	config.Common
 	// HTTPAddr is the gateway loaded by default: SURGE_HTTP_ADDR.
 	HTTPAddr string `envconfig:"HTTP_ADDR" default:"127.0.0.1:8080"`
-	// AdminToken authorises the stock loads: SURGE_ADMIN_TOKEN.
-	AdminToken string `envconfig:"ADMIN_TOKEN" default:"surge-admin"`
+	// AdminToken authorises the stock loads: SURGE_ADMIN_TOKEN (or the
+	// file SURGE_ADMIN_TOKEN_FILE).
+	AdminToken string `envconfig:"ADMIN_TOKEN" default:"surge-admin" secret:"true"`
 }
 
 func main() {

@@ -33,6 +33,7 @@ func runExporter(ctx context.Context, e *env, args []string) error {
 	}
 	cc := metrics.NewClusterCollector(metrics.ClusterOptions{
 		Seeds: e.cfg.Redis.Addrs, Username: e.cfg.Redis.User, Password: e.cfg.Redis.Password,
+		TLS: e.cfg.Redis.TLSConfig(),
 	})
 	defer cc.Close()
 	reg := prometheus.NewRegistry()

@@ -31,7 +31,8 @@ func runPreflight(ctx context.Context, e *env, args []string) error {
 		return usagef("preflight: unexpected argument %q", fs.Arg(0))
 	}
 	opts := preflight.Options{
-		Redis:    preflight.RedisOptions{Seeds: e.cfg.Redis.Addrs, Username: e.cfg.Redis.User, Password: e.cfg.Redis.Password},
+		Redis: preflight.RedisOptions{Seeds: e.cfg.Redis.Addrs, Username: e.cfg.Redis.User, Password: e.cfg.Redis.Password,
+			TLS: e.cfg.Redis.TLSConfig()},
 		Rabbit:   preflight.RabbitOptions{URL: e.cfg.AMQP.URL, Topology: e.cfg.AMQP.Topology()},
 		MySQLDSN: e.cfg.MySQL.DSN,
 	}
