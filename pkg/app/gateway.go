@@ -30,9 +30,10 @@ type GatewayConfig struct {
 	config.Reconcile
 	// HTTPAddr is SURGE_HTTP_ADDR, default 127.0.0.1:8080.
 	HTTPAddr string `envconfig:"HTTP_ADDR" default:"127.0.0.1:8080"`
-	// AdminToken guards /v1/admin: SURGE_ADMIN_TOKEN, default
-	// "surge-admin" (local only: set your own in production).
-	AdminToken string `envconfig:"ADMIN_TOKEN" default:"surge-admin"`
+	// AdminToken guards /v1/admin: SURGE_ADMIN_TOKEN (or the file
+	// SURGE_ADMIN_TOKEN_FILE), default "surge-admin", accepted only while
+	// the admin API listens on a loopback address (Validate).
+	AdminToken string `envconfig:"ADMIN_TOKEN" default:"surge-admin" secret:"true"`
 	// PublishChannels is the size of the confirm-mode channel pool:
 	// SURGE_PUBLISH_CHANNELS, default 8.
 	PublishChannels int `envconfig:"PUBLISH_CHANNELS" default:"8"`
@@ -65,6 +66,19 @@ type GatewayConfig struct {
 	// https://shop.example) allowed to call the API: SURGE_CORS_ORIGINS,
 	// comma-separated, default none.
 	CORSOrigins []string `envconfig:"CORS_ORIGINS"`
+}
+
+// Validate checks the common settings, then refuses a weak admin token
+// on an admin API reachable from the network (config.CheckAdminToken).
+func (c *GatewayConfig) Validate() error {
+	if err := c.Common.Validate(); err != nil {
+		return err
+	}
+	// The admin routes are served on HTTPAddr.
+	if err := config.CheckAdminToken(c.HTTPAddr, c.AdminToken); err != nil {
+		return fmt.Errorf("SURGE_HTTP_ADDR=%s: %w", c.HTTPAddr, err)
+	}
+	return nil
 }
 
 // Gateway is the running gateway.
