@@ -60,3 +60,29 @@ func TestRefusalExitCode(t *testing.T) {
 		t.Fatalf("stderr: %s", out)
 	}
 }
+
+// TestVersion: the built binary prints its version, VCS revision and Go
+// version, and exits 0 without reading its configuration (a broken one
+// here).
+func TestVersion(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "gateway")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "--version")
+	cmd.Env = append(os.Environ(), "SURGE_IDEMPOTENCY_TTL=forever")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("--version: %v", err)
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 6 || f[0] != "gateway" || f[1] != "version" || f[3] != "revision" || !strings.HasPrefix(f[5], "go1.") {
+		t.Fatalf("--version printed %q, want gateway version V revision R goX", out)
+	}
+	// go build stamps the revision unless -buildvcs=false (this machine's
+	// GOFLAGS) or the tree is no checkout; then it says unknown.
+	if rev, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil && f[4] != "unknown" &&
+		!strings.HasPrefix(f[4], strings.TrimSpace(string(rev))) {
+		t.Errorf("revision %s, want the checkout's %s", f[4], rev)
+	}
+}

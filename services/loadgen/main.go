@@ -21,6 +21,7 @@ import (
 	"syscall"
 
 	"surge/pkg/config"
+	"surge/pkg/version"
 )
 
 const usage = `usage: loadgen COMMAND [FLAGS]   (loadgen COMMAND -h lists a command's flags)
@@ -31,6 +32,7 @@ const usage = `usage: loadgen COMMAND [FLAGS]   (loadgen COMMAND -h lists a comm
   report -dir var/bench         results.json, the table and the plots
   reset                         drop the benchmark's database and queues
 
+loadgen --version prints the version, VCS revision and Go version.
 make bench runs the whole benchmark (deploy/bench.sh).
 `
 
@@ -54,6 +56,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if version.IsFlag(args) {
+		return version.Print(stdout, "loadgen")
+	}
 	var cfg loadgenConfig
 	if err := config.Load(&cfg); err != nil {
 		return err
