@@ -13,8 +13,18 @@ import (
 )
 
 func init() {
-	commands["preflight"] = command{"check the deployment against the production checklist (preflight [--json] [--skip-host])", runPreflight}
+	commands["preflight"] = command{"check the deployment against the production checklist (preflight [--json] [--skip-host])",
+		preflightUsage, runPreflight}
 }
+
+const preflightUsage = `opsctl preflight [--json] [--skip-host]
+Check the deployment the SURGE_ variables name against the production checklist:
+the Redis Cluster (as surge-ops or the administrator), this host, RabbitMQ's
+queues, MySQL's schema and the gateway's admin token. Prints pass / warn / fail
+per item with the fix; exits 1 when an item fails.
+flags:
+  --json        print the report as JSON
+  --skip-host   skip the host items (when opsctl runs away from the Redis hosts)`
 
 // adminTokenConfig is the gateway's admin token, as the gateway reads it,
 // for the checklist.
