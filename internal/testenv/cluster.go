@@ -23,13 +23,25 @@ type PrivateCluster struct {
 	// Dir holds the nodes' data, configs and logs.
 	Dir      string
 	Password string
-	script   string
+	// TLS holds the certificates when the cluster speaks TLS only
+	// (WithTLS); nil for plain TCP.
+	TLS    *TLSFiles
+	script string
+	tls    bool
 }
+
+// ClusterOption changes how StartPrivateCluster starts a cluster.
+type ClusterOption func(*PrivateCluster)
+
+// WithTLS starts the cluster with TLS only: a fresh CA and certificates
+// under Dir/tls (MakeTLSFiles), no plain port, TLS on the cluster bus and
+// for replication, client certificates required.
+func WithTLS() ClusterOption { return func(c *PrivateCluster) { c.tls = true } }
 
 // StartPrivateCluster starts a cluster on the first block of six free
 // ports (their bus ports, +10000, free too) from `from` up, in steps of
 // 100, with its state under dir.
-func StartPrivateCluster(from int, dir, password string) (*PrivateCluster, error) {
+func StartPrivateCluster(from int, dir, password string, opts ...ClusterOption) (*PrivateCluster, error) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		return nil, fmt.Errorf("redis-server is not installed (deploy/install-deps.sh): %w", err)
 	}
@@ -38,6 +50,14 @@ func StartPrivateCluster(from int, dir, password string) (*PrivateCluster, error
 		return nil, err
 	}
 	c := &PrivateCluster{Base: base, Dir: dir, Password: password, script: filepath.Join(repoRoot(), "deploy", "redis-cluster.sh")}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.tls {
+		if c.TLS, err = MakeTLSFiles(filepath.Join(dir, "tls")); err != nil {
+			return nil, fmt.Errorf("private cluster certificates: %w", err)
+		}
+	}
 	if out, err := c.Run("start"); err != nil {
 		c.Stop()
 		return nil, fmt.Errorf("start private cluster on %d: %w\n%s", base, err, out)
@@ -76,8 +96,15 @@ func blockFree(base int) bool {
 // Run runs deploy/redis-cluster.sh with args against this cluster.
 func (c *PrivateCluster) Run(args ...string) (string, error) {
 	cmd := exec.Command(c.script, args...)
+	// The shared cluster's ACL file (deploy/users.sh) sets the default
+	// user's password to the shared one: a private cluster loads none, so
+	// its own password stands.
 	cmd.Env = append(os.Environ(), fmt.Sprintf("SURGE_CLUSTER_PORT_BASE=%d", c.Base),
-		"SURGE_VAR_DIR="+c.Dir, "SURGE_REDIS_PASSWORD="+c.Password, "SURGE_CLUSTER_TIMEOUT=90")
+		"SURGE_VAR_DIR="+c.Dir, "SURGE_REDIS_PASSWORD="+c.Password, "SURGE_CLUSTER_TIMEOUT=90",
+		"SURGE_REDIS_ACL_FILE="+filepath.Join(c.Dir, "no-acl-file"))
+	if c.TLS != nil {
+		cmd.Env = append(cmd.Env, "SURGE_REDIS_TLS_DIR="+c.TLS.Dir)
+	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

@@ -10,14 +10,20 @@ import (
 
 	"surge/pkg/config"
 	"surge/pkg/profile"
+	"surge/pkg/version"
 )
 
 // Main runs a service's command line: run gets a context cancelled by
 // SIGINT or SIGTERM (the start of the service's documented shutdown) and
 // the arguments; an error goes to stderr with the service's name and the
-// process exits 1. It sets the services' garbage-collector defaults first
-// (gc.go).
+// process exits 1. --version prints the build (pkg/version) and exits 0
+// without reading any configuration. It sets the services'
+// garbage-collector defaults first (gc.go).
 func Main(name string, run func(ctx context.Context, args []string) error) {
+	if version.IsFlag(os.Args[1:]) {
+		_ = version.Print(os.Stdout, name)
+		return
+	}
 	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:])

@@ -31,9 +31,10 @@ type GatewayConfig struct {
 	config.Reconcile
 	// HTTPAddr is SURGE_HTTP_ADDR, default 127.0.0.1:8080.
 	HTTPAddr string `envconfig:"HTTP_ADDR" default:"127.0.0.1:8080"`
-	// AdminToken guards /v1/admin: SURGE_ADMIN_TOKEN, default
-	// "surge-admin" (local only: set your own in production).
-	AdminToken string `envconfig:"ADMIN_TOKEN" default:"surge-admin"`
+	// AdminToken guards /v1/admin: SURGE_ADMIN_TOKEN (or the file
+	// SURGE_ADMIN_TOKEN_FILE), default "surge-admin", accepted only while
+	// the admin API listens on a loopback address (Validate).
+	AdminToken string `envconfig:"ADMIN_TOKEN" default:"surge-admin" secret:"true"`
 	// PublishChannels is the size of the confirm-mode channel pool:
 	// SURGE_PUBLISH_CHANNELS, default 8.
 	PublishChannels int `envconfig:"PUBLISH_CHANNELS" default:"8"`
@@ -69,6 +70,19 @@ type GatewayConfig struct {
 	// Tracing is the test's span recorder, if any (SURGE_OTLP_ENDPOINT
 	// is in Common).
 	Tracing
+}
+
+// Validate checks the common settings, then refuses a weak admin token
+// on an admin API reachable from the network (config.CheckAdminToken).
+func (c *GatewayConfig) Validate() error {
+	if err := c.Common.Validate(); err != nil {
+		return err
+	}
+	// The admin routes are served on HTTPAddr.
+	if err := config.CheckAdminToken(c.HTTPAddr, c.AdminToken); err != nil {
+		return fmt.Errorf("SURGE_HTTP_ADDR=%s: %w", c.HTTPAddr, err)
+	}
+	return nil
 }
 
 // Gateway is the running gateway.

@@ -7,6 +7,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -40,6 +42,9 @@ type Options struct {
 	// moment go out as one pipeline, one write and one read instead of one
 	// round trip each. Without it Batched returns the plain client.
 	AutoPipeline bool
+	// TLS, when set, is used for every connection to every node. Default
+	// nil: plain TCP.
+	TLS *tls.Config
 }
 
 // DefaultAddrs are the local cluster's seed nodes.
@@ -89,6 +94,7 @@ func New(opts Options) *Client {
 		ReadTimeout:  opts.ReadTimeout,
 		WriteTimeout: opts.WriteTimeout,
 		PoolSize:     opts.PoolSize,
+		TLSConfig:    opts.TLS,
 		// Retries happen once, at the cluster level: MaxRedirects bounds
 		// the attempts of a command, each after a backoff and with the
 		// node looked up again in the (reloaded) slot map, so a retry can
@@ -104,6 +110,14 @@ func New(opts Options) *Client {
 		// One dial per attempt: a dead master refuses at once, and
 		// go-redis's default of 5 dials 100ms apart only delays the answer.
 		DialerRetries: 1,
+		// Each node's client says which setting fixes a TLS handshake
+		// that failed (explainTLS): the cluster client's own hooks do
+		// not see the nodes' dials.
+		NewClient: func(o *redis.Options) *redis.Client {
+			n := redis.NewClient(o)
+			n.AddHook(tlsHint{})
+			return n
+		},
 	})
 	c := &Client{ClusterClient: rc, stop: make(chan struct{}), auto: opts.AutoPipeline}
 	rc.AddHook(&reloadHook{c: rc})
@@ -216,6 +230,43 @@ func (h *reloadHook) reload() {
 		return
 	}
 	go h.c.ReloadState(context.Background())
+}
+
+// tlsHint is a node client's hook that explains TLS handshake failures.
+type tlsHint struct{}
+
+func (tlsHint) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		return conn, explainTLS(err)
+	}
+}
+
+func (tlsHint) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (tlsHint) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// explainTLS adds to a TLS handshake failure which setting fixes it: the
+// bare x509 messages leave an operator guessing.
+func explainTLS(err error) error {
+	if err == nil {
+		return nil
+	}
+	var (
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+	)
+	switch {
+	case errors.As(err, &unknown):
+		return fmt.Errorf("%w (the node's certificate is not signed by a CA this client trusts: "+
+			"SURGE_REDIS_TLS_CA_FILE must name the CA that signed the nodes' certificates)", err)
+	case errors.As(err, &hostname):
+		return fmt.Errorf("%w (the node's certificate does not name the address it was dialled on: "+
+			"put that address in the certificate, or set SURGE_REDIS_TLS_SERVER_NAME to a name it carries)", err)
+	}
+	return err
 }
 
 func failoverSymptom(err error) bool {

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"crypto/tls"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,8 @@ type ClusterOptions struct {
 	// Username and Password authenticate (surge-ops needs INFO and
 	// CLUSTER NODES only).
 	Username, Password string
+	// TLS, when set, is used to reach every node. Default nil: plain TCP.
+	TLS *tls.Config
 	// Timeout bounds one scrape. Default 5s.
 	Timeout time.Duration
 }
@@ -61,7 +64,7 @@ func NewClusterCollector(opts ClusterOptions) *ClusterCollector {
 		opts.Timeout = 5 * time.Second
 	}
 	return &ClusterCollector{opts: opts, probe: redisnode.NewProber(redisnode.Options{
-		Username: opts.Username, Password: opts.Password, Timeout: opts.Timeout / 2,
+		Username: opts.Username, Password: opts.Password, Timeout: opts.Timeout / 2, TLS: opts.TLS,
 	})}
 }
 

@@ -1,8 +1,8 @@
 // Package preflight checks a live surge deployment against the production
 // checklist: the Redis Cluster (state, masters and replicas, auth, service
 // users' grants, persistence, memory policy, min-replicas), the host
-// (overcommit, transparent huge pages, open files), RabbitMQ's queues and
-// MySQL's schema. Each item passes, warns or fails, with the fix.
+// (overcommit, transparent huge pages, open files), RabbitMQ's queues,
+// MySQL's schema and the gateway's admin token. Each item passes, warns or fails, with the fix.
 //
 // Gathering (talking to the engines) and checking are separate: the checks
 // are pure functions over the gathered facts, so each verdict is tested on
@@ -40,6 +40,7 @@ const (
 	ItemOpenFiles       = "host.open_files"
 	ItemQueues          = "rabbitmq.queues"
 	ItemSchema          = "mysql.schema"
+	ItemAdminToken      = "gateway.admin_token"
 )
 
 // Result is one item's verdict with what was seen and how to fix it.
@@ -95,6 +96,9 @@ type Options struct {
 	Rabbit RabbitOptions
 	// MySQLDSN is checked when set.
 	MySQLDSN string
+	// AdminToken, when set, is the gateway's SURGE_ADMIN_TOKEN, checked
+	// with CheckAdminToken.
+	AdminToken *string
 	// Host overrides where host facts are read (tests); nil reads this
 	// machine.
 	Host func() HostFacts
@@ -114,6 +118,9 @@ func Run(ctx context.Context, opts Options) Report {
 	}
 	if opts.MySQLDSN != "" {
 		results = append(results, CheckSchema(GatherSchema(ctx, opts.MySQLDSN)))
+	}
+	if opts.AdminToken != nil {
+		results = append(results, CheckAdminToken(*opts.AdminToken))
 	}
 	return newReport(results)
 }

@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"context"
+	"crypto/tls"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +37,9 @@ type RedisOptions struct {
 	// administrator or surge-ops (it needs INFO, CONFIG GET, CLUSTER NODES
 	// and ACL DRYRUN).
 	Username, Password string
+	// TLS, when set, is used to reach every node (the anonymous PING
+	// too: it tests the password, not the certificate). Default nil.
+	TLS *tls.Config
 	// ServiceUsers are verified with ACL DRYRUN. Default
 	// DefaultServiceUsers.
 	ServiceUsers []string
@@ -77,7 +81,7 @@ func GatherRedis(ctx context.Context, opts RedisOptions) RedisFacts {
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	p := redisnode.NewProber(redisnode.Options{Username: opts.Username, Password: opts.Password})
+	p := redisnode.NewProber(redisnode.Options{Username: opts.Username, Password: opts.Password, TLS: opts.TLS})
 	defer p.Close()
 	var f RedisFacts
 	f.Nodes, f.Err = p.Topology(ctx, opts.Seeds)
@@ -91,17 +95,17 @@ func GatherRedis(ctx context.Context, opts RedisOptions) RedisFacts {
 			up = append(up, s.Addr)
 		}
 	}
-	f.Anonymous = anonymousPings(ctx, up)
+	f.Anonymous = anonymousPings(ctx, up, opts.TLS)
 	f.DryRuns = dryRuns(ctx, p, up, opts.ServiceUsers)
 	return f
 }
 
 // anonymousPings sends PING without credentials to each node.
-func anonymousPings(ctx context.Context, addrs []string) map[string]error {
+func anonymousPings(ctx context.Context, addrs []string, tc *tls.Config) map[string]error {
 	out := map[string]error{}
 	for _, addr := range addrs {
 		c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second,
-			MaxRetries: -1, DialerRetries: 1, DisableIdentity: true, PoolSize: 1})
+			MaxRetries: -1, DialerRetries: 1, DisableIdentity: true, PoolSize: 1, TLSConfig: tc})
 		out[addr] = c.Ping(ctx).Err()
 		_ = c.Close()
 	}

@@ -20,9 +20,11 @@ const (
 	Failed Outcome = "failed"
 )
 
-// Exit codes of `reconciler once`, for cron jobs.
+// Exit codes of `reconciler once` and `opsctl reconcile`, for cron jobs.
+// A report's ExitCode tells them apart; the commands exit with
+// ExitRepaired only when asked (CommandExit).
 const (
-	ExitConsistent = 0 // every SKU was consistent
+	ExitConsistent = 0 // every SKU was consistent (or repaired, unless detailed)
 	ExitRepaired   = 1 // repairs were applied (or, in a dry run, are needed)
 	ExitFailed     = 2 // at least one SKU failed: see the report
 	ExitBusy       = 3 // at least one SKU was busy, none failed: run again
@@ -132,6 +134,19 @@ func (r *Report) Fail(what string, err error) {
 		r.Summary = map[Outcome]int{}
 	}
 	r.ExitCode = r.exit()
+}
+
+// CommandExit is the exit code of a command that made the report. With
+// detailed (--detailed-exitcode) it is ExitCode; without, a run that
+// repaired drift (or a dry run that found some) exits ExitConsistent, as
+// `terraform plan` exits 0 with changes unless -detailed-exitcode: a cron
+// job whose repair worked succeeded, and one that alerts on drift asks for
+// the detail. Failed and busy keep their codes either way.
+func (r Report) CommandExit(detailed bool) int {
+	if r.ExitCode == ExitRepaired && !detailed {
+		return ExitConsistent
+	}
+	return r.ExitCode
 }
 
 func (r *Report) exit() int {

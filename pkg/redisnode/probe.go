@@ -2,6 +2,7 @@ package redisnode
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
@@ -17,6 +18,8 @@ type Options struct {
 	Username, Password string
 	// Timeout bounds each dial and reply. Default 2s.
 	Timeout time.Duration
+	// TLS, when set, is used for every connection. Default nil: plain TCP.
+	TLS *tls.Config
 }
 
 // Prober talks to cluster nodes one by one, each through its own small
@@ -45,7 +48,7 @@ func (p *Prober) Client(addr string) *redis.Client {
 		c = redis.NewClient(&redis.Options{
 			Addr: addr, Username: p.opts.Username, Password: p.opts.Password,
 			DialTimeout: p.opts.Timeout, ReadTimeout: p.opts.Timeout, WriteTimeout: p.opts.Timeout,
-			PoolSize: 2, MaxRetries: -1, DisableIdentity: true,
+			PoolSize: 2, MaxRetries: -1, DisableIdentity: true, TLSConfig: p.opts.TLS,
 			// One dial per call: a node that is down answers "down" now,
 			// not after go-redis's five attempts.
 			DialerRetries: 1,

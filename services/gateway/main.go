@@ -3,6 +3,7 @@
 //
 //	gateway           serve on SURGE_HTTP_ADDR (default 127.0.0.1:8080)
 //	gateway migrate   apply the MySQL migrations and exit
+//	gateway --version print the version, VCS revision and Go version
 //
 // Configuration comes from SURGE_ variables (see README). SIGINT or
 // SIGTERM stops intake, finishes in-flight requests, then closes clients.

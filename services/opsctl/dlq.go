@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os/user"
 	"time"
@@ -17,11 +16,18 @@ const dlqUsage = `opsctl dlq list [--json]
        opsctl dlq show ID [--json]
        opsctl dlq replay (ID... | --reason R | --since T | --all) [--dry-run] [--json]
        opsctl dlq discard ID... [--json]
---since takes an RFC 3339 time or a duration back from now (90m). Replays and
-discards are recorded with $SURGE_OPERATOR, or the OS user when it is unset.`
+flags:
+  --json      print JSON
+  --reason R  replay: the letters parked with this reason (malformed, unknown_sku,
+              retries_exhausted, delivery_limit)
+  --since T   replay: the letters that last failed since T, an RFC 3339 time or a
+              duration back from now (90m)
+  --all       replay: every dead letter
+  --dry-run   replay: show what would be replayed, change nothing
+Replays and discards are recorded with $SURGE_OPERATOR, or the OS user when it is unset.`
 
 func init() {
-	commands["dlq"] = command{"list, show, replay or discard dead letters (opsctl dlq help)", runDLQ}
+	commands["dlq"] = command{"list, show, replay or discard dead letters (opsctl dlq --help)", dlqUsage, runDLQ}
 }
 
 func runDLQ(ctx context.Context, e *env, args []string) error {
@@ -29,10 +35,6 @@ func runDLQ(ctx context.Context, e *env, args []string) error {
 		return usagef("dlq: want list, show, replay or discard\nusage: %s", dlqUsage)
 	}
 	action, args := args[0], args[1:]
-	if action == "help" || action == "-h" || action == "--help" {
-		fmt.Fprintln(e.out, "usage: "+dlqUsage)
-		return nil
-	}
 	switch action {
 	case "list", "show", "replay", "discard":
 	default:

@@ -13,8 +13,15 @@ import (
 )
 
 func init() {
-	commands["exporter"] = command{"serve the cluster's per-node and the queues' metrics (exporter [--addr 127.0.0.1:9121])", runExporter}
+	commands["exporter"] = command{"serve the cluster's per-node and the queues' metrics (exporter [--addr 127.0.0.1:9121])",
+		exporterUsage, runExporter}
 }
+
+const exporterUsage = `opsctl exporter [--addr 127.0.0.1:9121]
+Serve GET /metrics with the Redis Cluster read node by node and the order queues'
+depth at each scrape, until SIGINT or SIGTERM. Run it as surge-ops.
+flags:
+  --addr A   listen address (default 127.0.0.1:9121)`
 
 // runExporter serves GET /metrics with the Redis Cluster read node by node
 // and the order queues' depth at each scrape, until SIGINT or SIGTERM. Run
@@ -33,6 +40,7 @@ func runExporter(ctx context.Context, e *env, args []string) error {
 	}
 	cc := metrics.NewClusterCollector(metrics.ClusterOptions{
 		Seeds: e.cfg.Redis.Addrs, Username: e.cfg.Redis.User, Password: e.cfg.Redis.Password,
+		TLS: e.cfg.Redis.TLSConfig(),
 	})
 	defer cc.Close()
 	reg := prometheus.NewRegistry()

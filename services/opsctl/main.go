@@ -7,11 +7,15 @@
 //	opsctl dlq list|show|replay|discard ...   (opsctl dlq help)
 //	opsctl reconcile [--sku S]... [--dry-run] [--json]
 //
-// Other commands are listed by `opsctl help`. Exit codes: 0 success, 1 the
+// Other commands are listed by `opsctl help`; `opsctl COMMAND --help` (or
+// -h, or `opsctl help COMMAND`) prints a command's usage and flags and
+// exits 0 without reading the configuration; `opsctl --version` prints the
+// build. Exit codes: 0 success, 1 the
 // operation failed or found a failing check, 2 a usage mistake, 3 a
 // dependency (Redis, RabbitMQ, MySQL) is unreachable, 4 a named object (a
 // dead letter id) does not exist. reconcile keeps the codes of `reconciler
-// once` instead, where 1 means repaired (opsctl reconcile help).
+// once` instead, where 1 means repaired, with --detailed-exitcode only
+// (opsctl reconcile --help).
 package main
 
 import (
@@ -25,6 +29,7 @@ import (
 	"syscall"
 
 	"surge/pkg/order"
+	"surge/pkg/version"
 )
 
 // Exit codes scripts can rely on.
@@ -36,10 +41,29 @@ const (
 	exitNotFound    = 4
 )
 
-// command is one opsctl subcommand. run gets the arguments after its name.
+// command is one opsctl subcommand. run gets the arguments after its name;
+// usage is what --help prints: the synopsis and every flag.
 type command struct {
 	summary string
+	usage   string
 	run     func(ctx context.Context, env *env, args []string) error
+}
+
+// wantsHelp reports whether a command's arguments ask for its usage:
+// "help" first, or -h / --help anywhere (as the flag package reads them).
+func wantsHelp(args []string) bool {
+	if len(args) > 0 && args[0] == "help" {
+		return true
+	}
+	for _, a := range args {
+		switch a {
+		case "-h", "-help", "--help":
+			return true
+		case "--":
+			return false
+		}
+	}
+	return false
 }
 
 // commands is filled by each file's init: one file per command group.
@@ -75,6 +99,13 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if version.IsFlag(args) {
+		_ = version.Print(stdout, "opsctl")
+		return exitOK
+	}
+	if len(args) == 2 && args[0] == "help" {
+		args = []string{args[1], "--help"}
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		printUsage(stdout)
 		return exitOK
@@ -83,6 +114,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		fmt.Fprintf(stderr, "opsctl: unknown command %q (see opsctl help)\n", args[0])
 		return exitUsage
+	}
+	if wantsHelp(args[1:]) {
+		fmt.Fprintln(stdout, "usage: "+cmd.usage)
+		return exitOK
 	}
 	e, err := newEnv(stdout)
 	if err != nil {
@@ -124,6 +159,7 @@ func printUsage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nexit codes: 0 ok, 1 failed, 2 usage mistake, 3 a dependency is unreachable, 4 not found")
-	fmt.Fprintln(w, "(reconcile has its own, those of reconciler once: opsctl reconcile help)")
+	fmt.Fprintln(w, "\nopsctl COMMAND --help shows a command's flags; opsctl --version the build.")
+	fmt.Fprintln(w, "exit codes: 0 ok, 1 failed, 2 usage mistake, 3 a dependency is unreachable, 4 not found")
+	fmt.Fprintln(w, "(reconcile has its own, those of reconciler once: opsctl reconcile --help)")
 }

@@ -8,15 +8,33 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"surge/pkg/config"
 	"surge/pkg/preflight"
 )
 
 func init() {
-	commands["preflight"] = command{"check the deployment against the production checklist (preflight [--json] [--skip-host])", runPreflight}
+	commands["preflight"] = command{"check the deployment against the production checklist (preflight [--json] [--skip-host])",
+		preflightUsage, runPreflight}
 }
 
-// runPreflight checks Redis, the host, RabbitMQ and MySQL as configured by
-// the SURGE_ variables, prints pass / warn / fail per item with the fix,
+const preflightUsage = `opsctl preflight [--json] [--skip-host]
+Check the deployment the SURGE_ variables name against the production checklist:
+the Redis Cluster (as surge-ops or the administrator), this host, RabbitMQ's
+queues, MySQL's schema and the gateway's admin token. Prints pass / warn / fail
+per item with the fix; exits 1 when an item fails.
+flags:
+  --json        print the report as JSON
+  --skip-host   skip the host items (when opsctl runs away from the Redis hosts)`
+
+// adminTokenConfig is the gateway's admin token, as the gateway reads it,
+// for the checklist.
+type adminTokenConfig struct {
+	AdminToken string `envconfig:"ADMIN_TOKEN" default:"surge-admin" secret:"true"`
+}
+
+// runPreflight checks Redis, the host, RabbitMQ, MySQL and the gateway's
+// admin token as configured by the SURGE_ variables (run it with the
+// gateway's), prints pass / warn / fail per item with the fix,
 // and fails (exit 1) when any item fails. Run it as the surge-ops user
 // (SURGE_REDIS_USER=surge-ops) or the administrator.
 func runPreflight(ctx context.Context, e *env, args []string) error {
@@ -30,8 +48,14 @@ func runPreflight(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("preflight: unexpected argument %q", fs.Arg(0))
 	}
+	var admin adminTokenConfig
+	if err := config.Load(&admin); err != nil {
+		return usagef("preflight: %v", err)
+	}
 	opts := preflight.Options{
-		Redis:    preflight.RedisOptions{Seeds: e.cfg.Redis.Addrs, Username: e.cfg.Redis.User, Password: e.cfg.Redis.Password},
+		AdminToken: &admin.AdminToken,
+		Redis: preflight.RedisOptions{Seeds: e.cfg.Redis.Addrs, Username: e.cfg.Redis.User, Password: e.cfg.Redis.Password,
+			TLS: e.cfg.Redis.TLSConfig()},
 		Rabbit:   preflight.RabbitOptions{URL: e.cfg.AMQP.URL, Topology: e.cfg.AMQP.Topology()},
 		MySQLDSN: e.cfg.MySQL.DSN,
 	}

@@ -48,7 +48,8 @@ func opsEnv(t *testing.T) (adminPassword string) {
 	name := testenv.Unique("t.preflight.")
 	for k, v := range map[string]string{"SURGE_REDIS_USER": "surge-ops", "SURGE_REDIS_PASSWORD": pw,
 		"SURGE_AMQP_URL": url, "SURGE_MYSQL_DSN": dsn, "SURGE_AMQP_EXCHANGE": name,
-		"SURGE_AMQP_QUEUE": name + ".created", "SURGE_AMQP_DEAD_QUEUE": name + ".dead"} {
+		"SURGE_AMQP_QUEUE": name + ".created", "SURGE_AMQP_DEAD_QUEUE": name + ".dead",
+		"SURGE_ADMIN_TOKEN": "a-token-of-32-characters-exactly"} {
 		t.Setenv(k, v)
 	}
 	if err := app.Migrate(context.Background(), dsn, io.Discard); err != nil {
@@ -102,6 +103,21 @@ func TestPreflightCommand(t *testing.T) {
 			t.Fatalf("--skip-host reported %s", r.Item)
 		}
 	}
+
+	if r, ok := rep.Result(preflight.ItemAdminToken); !ok || r.Status != preflight.Pass {
+		t.Fatalf("admin token: %+v, %v; want it checked and passed", r, ok)
+	}
+	for token, want := range map[string]string{"surge-admin": `is the default "surge-admin"`, "short": "has 5 characters"} {
+		t.Setenv("SURGE_ADMIN_TOKEN", token)
+		code, out, stderr = runOpsctl("preflight", "--skip-host")
+		if code != exitFailed || !strings.Contains(stderr, preflight.ItemAdminToken) ||
+			!strings.Contains(out, "FAIL  "+preflight.ItemAdminToken) || !strings.Contains(out, want) ||
+			!strings.Contains(out, "fix: SURGE_ADMIN_TOKEN=$(openssl rand -hex 32)") {
+			t.Fatalf("admin token %q: exit %d, stderr %q; want exit 1 naming %s, why and the fix\n%s",
+				token, code, stderr, preflight.ItemAdminToken, out)
+		}
+	}
+	t.Setenv("SURGE_ADMIN_TOKEN", "a-token-of-32-characters-exactly")
 
 	replica := switchReplicaToAllKeys(t, admin)
 	code, out, stderr = runOpsctl("preflight")

@@ -18,30 +18,31 @@ import (
 // reconcileUsage documents the command and its exit codes. Codes 0-3 are
 // those of `reconciler once`, so a cron job may call either; they differ
 // from opsctl's usual meaning of 1 (failed).
-const reconcileUsage = `opsctl reconcile [--sku S]... [--dry-run] [--json]
+const reconcileUsage = `opsctl reconcile [--sku S]... [--dry-run] [--json] [--detailed-exitcode]
 Compare each SKU's stock in Redis with MySQL (the truth) and repair Redis, as
-reconciler once does. Without --sku, every product. --dry-run reports what would
-be repaired and changes nothing in Redis (what it found is still logged in
-MySQL's reconcile_repairs).
+reconciler once does.
+flags:
+  --sku S               reconcile this SKU (repeatable); default every product
+  --dry-run             report what would be repaired, change nothing in Redis
+                        (what it found is still logged in MySQL's reconcile_repairs)
+  --json                print the report as JSON
+  --detailed-exitcode   exit 1 when drift was repaired (with --dry-run: found)
 Settings: SURGE_RECONCILE_GRACE (5m), SURGE_RECONCILE_LOOKBACK (15m).
-exit codes (those of reconciler once, plus 4):
-  0  every SKU was consistent
-  1  repairs were applied (with --dry-run: are needed)
+exit codes (those of reconciler once, plus 4; the report's exit_code says the same):
+  0  every SKU was consistent, or was repaired (without --detailed-exitcode)
+  1  with --detailed-exitcode: repairs were applied (with --dry-run: are needed)
   2  a usage mistake or an invalid SKU, or a SKU or the run failed: see the report
   3  run again later: a SKU was busy (another run held it, or live traffic moved
      it), or Redis or MySQL was unreachable
   4  a SKU is unknown to MySQL; nothing was reconciled`
 
 func init() {
-	commands["reconcile"] = command{"repair Redis from MySQL: reconcile [--sku S]... [--dry-run] [--json]; " +
-		"exit 0 consistent, 1 repaired, 2 failed, 3 busy or unreachable, 4 unknown SKU", runReconcile}
+	commands["reconcile"] = command{"repair Redis from MySQL: reconcile [--sku S]... [--dry-run] [--json] [--detailed-exitcode]; " +
+		"exit 0 consistent or repaired, 1 repaired (--detailed-exitcode), 2 failed, 3 busy or unreachable, 4 unknown SKU",
+		reconcileUsage, runReconcile}
 }
 
 func runReconcile(ctx context.Context, e *env, args []string) error {
-	if len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprintln(e.out, "usage: "+reconcileUsage)
-		return nil
-	}
 	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var req ops.ReconcileRequest
@@ -51,6 +52,7 @@ func runReconcile(ctx context.Context, e *env, args []string) error {
 	})
 	fs.BoolVar(&req.DryRun, "dry-run", false, "report what would be repaired, change nothing")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	detailed := fs.Bool("detailed-exitcode", false, "exit 1 when drift was repaired")
 	if err := fs.Parse(args); err != nil {
 		return usagef("reconcile: %v\nusage: %s", err, reconcileUsage)
 	}
@@ -68,6 +70,8 @@ func runReconcile(ctx context.Context, e *env, args []string) error {
 	if rep.StartedAt.IsZero() {
 		return notRun(err)
 	}
+	// The report states the code the process exits with.
+	rep.ExitCode = rep.CommandExit(*detailed)
 	if *asJSON {
 		err = e.printJSON(rep)
 	} else {

@@ -50,7 +50,8 @@ func reconcileJSON(t *testing.T, args ...string) (int, reconcile.Report) {
 
 // TestReconcileCommand: a dry run reports the lost commit and changes
 // nothing in Redis, a run repairs it, the next finds it consistent, each
-// with the exit code of reconciler once, which the JSON report repeats.
+// with the exit code of reconciler once, which the JSON report repeats:
+// drift found or repaired exits 1 only with --detailed-exitcode.
 func TestReconcileCommand(t *testing.T) {
 	ctx := context.Background()
 	_, st, _, sku := drifted(t)
@@ -59,18 +60,22 @@ func TestReconcileCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	code, rep := reconcileJSON(t, "--sku", sku, "--dry-run")
+	code, rep := reconcileJSON(t, "--sku", sku, "--dry-run", "--detailed-exitcode")
 	if code != reconcile.ExitRepaired || rep.ExitCode != code || !rep.DryRun || len(rep.SKUs) != 1 ||
 		rep.SKUs[0].Outcome != reconcile.Repaired || rep.SKUs[0].After.Sold != 2 {
 		t.Fatalf("dry run: exit %d, report %+v; want exit 1 and sold 2 to come", code, rep)
+	}
+	if code, rep = reconcileJSON(t, "--sku", sku, "--dry-run"); code != reconcile.ExitConsistent || rep.ExitCode != code ||
+		rep.SKUs[0].Outcome != reconcile.Repaired {
+		t.Fatalf("dry run without --detailed-exitcode: exit %d, report %+v; want exit 0, repairs to come", code, rep)
 	}
 	if after, err := st.View(ctx, sku); err != nil || !cmp.Equal(after, before) {
 		t.Fatalf("the dry run changed Redis: %+v -> %+v (%v)", before, after, err)
 	}
 
 	code, rep = reconcileJSON(t, "--sku", sku, "--sku", sku)
-	if code != reconcile.ExitRepaired || len(rep.SKUs) != 1 || rep.SKUs[0].Outcome != reconcile.Repaired {
-		t.Fatalf("run: exit %d, report %+v; want the SKU repaired once, exit 1", code, rep)
+	if code != reconcile.ExitConsistent || rep.ExitCode != code || len(rep.SKUs) != 1 || rep.SKUs[0].Outcome != reconcile.Repaired {
+		t.Fatalf("run: exit %d, report %+v; want the SKU repaired once, exit 0", code, rep)
 	}
 	v, err := st.View(ctx, sku)
 	if err != nil || v.Stock != 5 || v.Sold != 2 || v.Avail != 3 || !v.Consistent() {
@@ -111,7 +116,7 @@ func TestReconcileMistakes(t *testing.T) {
 	if v, err := st.View(ctx, sku); err != nil || v.Sold != 0 {
 		t.Errorf("the mistakes changed Redis: %+v (%v), want sold still 0", v, err)
 	}
-	if code, out, _ := opsctl("reconcile", "help"); code != exitOK || !strings.Contains(out, "4  a SKU is unknown") {
+	if code, out, _ := opsctl("reconcile", "--help"); code != exitOK || !strings.Contains(out, "4  a SKU is unknown") {
 		t.Errorf("reconcile help: exit %d\n%s", code, out)
 	}
 }

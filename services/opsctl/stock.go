@@ -12,11 +12,28 @@ import (
 )
 
 func init() {
-	commands["stock"] = command{"load or show a SKU's stock (stock load SKU --stock N | stock show SKU)", runStock}
-	commands["migrate"] = command{"apply the MySQL migrations", func(ctx context.Context, e *env, args []string) error {
+	commands["stock"] = command{"load or show a SKU's stock (stock load SKU --stock N | stock show SKU)", stockUsage, runStock}
+	commands["migrate"] = command{"apply the MySQL migrations", migrateUsage, func(ctx context.Context, e *env, args []string) error {
+		if len(args) > 0 {
+			return usagef("migrate takes no arguments\nusage: %s", migrateUsage)
+		}
 		return app.Migrate(ctx, e.cfg.MySQL.DSN, e.out)
 	}}
 }
+
+const stockUsage = `opsctl stock load SKU --stock N [--name S] [--price-cents N] [--json]
+       opsctl stock show SKU [--json]
+load sets a SKU's stock in MySQL (creating the product when missing) and loads it
+into Redis; it is refused below what is already sold. show prints the Redis and
+MySQL views side by side.
+flags:
+  --stock N         load: total stock, N >= 0 (required)
+  --name S          load: product name
+  --price-cents N   load: unit price in cents
+  --json            print JSON`
+
+const migrateUsage = `opsctl migrate
+Apply the MySQL migrations (sql/) to SURGE_MYSQL_DSN's database and exit.`
 
 func runStock(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {

@@ -8,13 +8,16 @@
 //
 //	reconciler          serve: reconcile every SKU every SURGE_RECONCILE_EVERY
 //	reconciler serve    the same (an asynq scheduler and server on the cluster)
-//	reconciler once [--sku S]... [--dry-run] [--json]
+//	reconciler once [--sku S]... [--dry-run] [--json] [--detailed-exitcode]
 //	                    one run for cron jobs, with a report on stdout
+//	reconciler --version
 //
-// Exit codes of `once`: 0 every SKU was consistent; 1 repairs were applied
-// (with --dry-run: are needed); 2 a SKU or the run failed (an engine
-// failed, an unknown SKU, bad usage); 3 a SKU was busy (another run held
-// it, or live traffic moved it during every round): run again later.
+// Exit codes of `once`: 0 every SKU was consistent, or was repaired; 1
+// only with --detailed-exitcode: repairs were applied (with --dry-run: are
+// needed); 2 a SKU or the run failed (an engine failed, an unknown SKU,
+// bad usage); 3 a SKU was busy (another run held it, or live traffic moved
+// it during every round): run again later. The report's exit_code is the
+// process's.
 //
 // Settings (SURGE_ variables, besides the engines'): RECONCILE_EVERY
 // (30s), RECONCILE_GRACE (5m), RECONCILE_LOOKBACK (15m), RECONCILE_QUEUE
@@ -41,6 +44,7 @@ import (
 	"surge/pkg/reconcile"
 	"surge/pkg/stock"
 	"surge/pkg/store"
+	"surge/pkg/version"
 )
 
 // Config is the reconciler's configuration.
@@ -71,6 +75,14 @@ func main() {
 
 // run executes one command and returns the process's exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if version.IsFlag(args) {
+		_ = version.Print(stdout, "reconciler")
+		return 0
+	}
+	if wantsHelp(args) {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
 	var cfg Config
 	if err := config.Load(&cfg); err != nil {
 		fmt.Fprintln(stderr, "reconciler:", err)
@@ -86,20 +98,43 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case args[0] == "once":
 		return once(ctx, cfg, log, args[1:], stdout, stderr)
-	case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
 	}
 	fmt.Fprintf(stderr, "reconciler: unknown command %q\n%s", args[0], usage)
 	return reconcile.ExitFailed
 }
 
+// wantsHelp reports whether the arguments ask for the usage: help, -h or
+// --help as the command, or among once's flags. It is answered before the
+// configuration is read, so it works wherever the binary is.
+func wantsHelp(args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		return true
+	case "once":
+		for _, a := range args[1:] {
+			if a == "-h" || a == "-help" || a == "--help" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 const usage = `usage:
-  reconciler [serve]                                 reconcile every SKU on a schedule
-  reconciler once [--sku S]... [--dry-run] [--json]  one run, for cron jobs
-exit codes of once:
-  0  every SKU was consistent
-  1  repairs were applied (with --dry-run: are needed)
+  reconciler [serve]        reconcile every SKU on a schedule (SURGE_RECONCILE_EVERY)
+  reconciler once [FLAGS]   one run, for cron jobs, with a report on stdout
+  reconciler --version      print the version, VCS revision and Go version
+flags of once:
+  --sku S               reconcile only this SKU (repeatable); default every product
+  --dry-run             report what would be repaired, change nothing
+  --json                print the report as JSON
+  --detailed-exitcode   exit 1 when drift was repaired (with --dry-run: found)
+exit codes of once (the report's exit_code says the same):
+  0  every SKU was consistent, or was repaired (without --detailed-exitcode)
+  1  with --detailed-exitcode: repairs were applied (with --dry-run: are needed)
   2  a SKU or the run failed: an engine failed, an unknown SKU, bad usage
   3  a SKU was busy (another run held it, or live traffic moved it): run again
 `

@@ -16,6 +16,7 @@ import (
 
 	"surge/internal/testenv"
 	"surge/internal/testkit"
+	"surge/pkg/keys"
 	"surge/pkg/order"
 	"surge/pkg/reconcile"
 	"surge/pkg/stock"
@@ -24,7 +25,9 @@ import (
 
 // TestOnce runs the cron command against the real engines: a SKU whose
 // commit Redis lost is reported by a dry run, repaired by a run, and
-// consistent afterwards, each with its exit code.
+// consistent afterwards, each with its exit code, which the report
+// repeats: 0 for drift found or repaired unless --detailed-exitcode asks
+// for 1.
 func TestOnce(t *testing.T) {
 	ctx := context.Background()
 	_, st, sku := lostCommit(t)
@@ -35,9 +38,11 @@ func TestOnce(t *testing.T) {
 		outcome reconcile.Outcome
 		sold    int
 	}{
-		{[]string{"once", "--sku", sku, "--dry-run", "--json"}, reconcile.ExitRepaired, reconcile.Repaired, 0},
-		{[]string{"once", "--sku", sku, "--json"}, reconcile.ExitRepaired, reconcile.Repaired, 2},
-		{[]string{"once", "--sku", sku, "--json"}, reconcile.ExitConsistent, reconcile.Consistent, 2},
+		{[]string{"once", "--sku", sku, "--dry-run", "--json"}, reconcile.ExitConsistent, reconcile.Repaired, 0},
+		{[]string{"once", "--sku", sku, "--dry-run", "--json", "--detailed-exitcode"}, reconcile.ExitRepaired, reconcile.Repaired, 0},
+		{[]string{"once", "--sku", sku, "--json"}, reconcile.ExitConsistent, reconcile.Repaired, 2},
+		{[]string{"once", "--sku", sku, "--json", "--detailed-exitcode"}, reconcile.ExitConsistent, reconcile.Consistent, 2},
+		{[]string{"once", "--detailed-exitcode", "--sku", "no-such-sku", "--json"}, reconcile.ExitFailed, reconcile.Failed, 2},
 		{[]string{"once", "--sku", "no-such-sku", "--json"}, reconcile.ExitFailed, reconcile.Failed, 2},
 	}
 	for _, s := range steps {
@@ -58,7 +63,20 @@ func TestOnce(t *testing.T) {
 		}
 	}
 
+	// The same drift again, repaired with --detailed-exitcode: exit 1.
+	rdb := testenv.Redis(t)
+	if err := rdb.MSet(ctx, keys.Sold(sku), 0, keys.Avail(sku), 5).Err(); err != nil { // one slot: the hash tag
+		t.Fatal(err)
+	}
 	var out bytes.Buffer
+	if code := run(ctx, []string{"once", "--sku", sku, "--detailed-exitcode"}, &out, &bytes.Buffer{}); code != reconcile.ExitRepaired ||
+		!strings.Contains(out.String(), "1 repaired") || !strings.Contains(out.String(), "exit 1") {
+		t.Errorf("detailed repair, exit %d, want %d:\n%s", code, reconcile.ExitRepaired, &out)
+	}
+	if v, _ := st.View(ctx, sku); v.Sold != 2 {
+		t.Errorf("after the detailed repair redis sold %d, want 2", v.Sold)
+	}
+	out.Reset()
 	if code := run(ctx, []string{"once", "--sku", sku}, &out, &bytes.Buffer{}); code != reconcile.ExitConsistent ||
 		!strings.Contains(out.String(), sku) || !strings.Contains(out.String(), "exit 0") {
 		t.Errorf("text report, exit %d:\n%s", code, &out)
@@ -166,4 +184,28 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// TestHelpAndVersion: help, once --help and --version answer on stdout
+// with exit 0 before any configuration is read (a broken one here).
+func TestHelpAndVersion(t *testing.T) {
+	t.Setenv("SURGE_IDEMPOTENCY_TTL", "forever")
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"once", "--help"}, {"once", "--sku", "x", "-h"}} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), args, &out, &errOut)
+		if code != 0 || errOut.Len() > 0 {
+			t.Errorf("%v: exit %d, stderr %q", args, code, &errOut)
+		}
+		for _, want := range []string{"--sku S", "--dry-run", "--json", "--detailed-exitcode", "reconciler --version",
+			"1  with --detailed-exitcode: repairs were applied", "0  every SKU was consistent, or was repaired"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%v: usage lacks %q:\n%s", args, want, &out)
+			}
+		}
+	}
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"--version"}, &out, &out); code != 0 ||
+		!strings.HasPrefix(out.String(), "reconciler version ") || !strings.Contains(out.String(), " go1.") {
+		t.Errorf("--version: exit %d, %q", code, &out)
+	}
 }

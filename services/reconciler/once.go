@@ -20,7 +20,8 @@ func (s *skuList) String() string     { return strings.Join(*s, ",") }
 func (s *skuList) Set(v string) error { *s = append(*s, v); return nil }
 
 // once runs one reconciliation, prints its report and returns the exit
-// code documented in the package comment.
+// code documented in the package comment; the report's exit_code is that
+// code.
 func once(ctx context.Context, cfg Config, log *slog.Logger, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("reconciler once", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -28,6 +29,8 @@ func once(ctx context.Context, cfg Config, log *slog.Logger, args []string, stdo
 	fs.Var(&skus, "sku", "reconcile only this SKU (repeatable); default every product")
 	dryRun := fs.Bool("dry-run", false, "report what would be repaired, change nothing")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	detailed := fs.Bool("detailed-exitcode", false, "exit 1 when drift was repaired (with --dry-run: found); without it such a run exits 0")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), usage) }
 	if err := fs.Parse(args); err != nil {
 		return reconcile.ExitFailed
 	}
@@ -44,6 +47,8 @@ func once(ctx context.Context, cfg Config, log *slog.Logger, args []string, stdo
 		rep = d.rec.Run(ctx, *dryRun, skus...)
 		d.close()
 	}
+	// The report states the code the process exits with.
+	rep.ExitCode = rep.CommandExit(*detailed)
 	if err := printReport(stdout, rep, *asJSON); err != nil {
 		fmt.Fprintln(stderr, "reconciler once: print report:", err)
 		return reconcile.ExitFailed

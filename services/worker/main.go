@@ -3,6 +3,7 @@
 //
 //	worker           consume SURGE_AMQP_QUEUE (default orders.created)
 //	worker migrate   apply the MySQL migrations and exit
+//	worker --version print the version, VCS revision and Go version
 //
 // SIGINT or SIGTERM stops intake, finishes in-flight orders (each acked
 // after its commit), then closes clients.

@@ -21,6 +21,7 @@ import (
 	"syscall"
 
 	"surge/pkg/config"
+	"surge/pkg/version"
 )
 
 const usage = `usage: loadgen COMMAND [FLAGS]   (loadgen COMMAND -h lists a command's flags)
@@ -31,6 +32,7 @@ const usage = `usage: loadgen COMMAND [FLAGS]   (loadgen COMMAND -h lists a comm
   report -dir var/bench         results.json, the table and the plots
   reset                         drop the benchmark's database and queues
 
+loadgen --version prints the version, VCS revision and Go version.
 make bench runs the whole benchmark (deploy/bench.sh).
 `
 
@@ -39,8 +41,9 @@ type loadgenConfig struct {
 	config.Common
 	// HTTPAddr is the gateway loaded by default: SURGE_HTTP_ADDR.
 	HTTPAddr string `envconfig:"HTTP_ADDR" default:"127.0.0.1:8080"`
-	// AdminToken authorises the stock loads: SURGE_ADMIN_TOKEN.
-	AdminToken string `envconfig:"ADMIN_TOKEN" default:"surge-admin"`
+	// AdminToken authorises the stock loads: SURGE_ADMIN_TOKEN (or the
+	// file SURGE_ADMIN_TOKEN_FILE).
+	AdminToken string `envconfig:"ADMIN_TOKEN" default:"surge-admin" secret:"true"`
 }
 
 func main() {
@@ -53,6 +56,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if version.IsFlag(args) {
+		return version.Print(stdout, "loadgen")
+	}
 	var cfg loadgenConfig
 	if err := config.Load(&cfg); err != nil {
 		return err

@@ -74,3 +74,12 @@ func TestReportWritesResultsTableAndPlot(t *testing.T) {
 		t.Fatalf("table lacks the ceiling:\n%s", out.String())
 	}
 }
+
+func TestVersion(t *testing.T) {
+	t.Setenv("SURGE_IDEMPOTENCY_TTL", "forever") // --version reads no configuration
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"--version"}, &out, &out); err != nil ||
+		!strings.HasPrefix(out.String(), "loadgen version ") {
+		t.Fatalf("--version: %v, %q", err, &out)
+	}
+}
