@@ -13,8 +13,9 @@ set -euo pipefail
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 IMAGE="${SURGE_IMAGE:-surge}"
 CA_BUNDLE="${SURGE_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}"
-# The services the image holds: make build's list less the load generator.
-BINS=(gateway worker reconciler opsctl)
+# The services the image holds (make build's list less the load generator), and the probe
+# its health checks run (no shell, no curl in a scratch image).
+BINS=(gateway worker reconciler opsctl healthcheck)
 
 log() { printf 'image: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -23,8 +24,10 @@ cd "$REPO_ROOT"
 
 mkdir -p bin
 for name in "${BINS[@]}"; do
-	log "CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o bin/$name ./services/$name"
-	CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "bin/$name" "./services/$name"
+	pkg="./services/$name"
+	[[ "$name" != healthcheck ]] || pkg=./deploy/healthcheck
+	log "CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o bin/$name $pkg"
+	CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "bin/$name" "$pkg"
 	# A binary built with cgo would need a libc that a scratch image does not have.
 	go version -m "bin/$name" | grep -q 'CGO_ENABLED=0' || die "bin/$name is not static"
 done

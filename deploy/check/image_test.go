@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path"
@@ -258,7 +260,7 @@ func TestImage(t *testing.T) {
 	}
 	t.Logf("user %s, entrypoint %q, command %q, env %q", cfg.Config.User, cfg.Config.Entrypoint, cfg.Config.Cmd, cfg.Config.Env)
 
-	for _, bin := range imageBinaries {
+	for _, bin := range append(slices.Clone(imageBinaries), "healthcheck") {
 		t.Run(bin, func(t *testing.T) {
 			file := filepath.Join(root, "usr", "local", "bin", bin)
 			checkStatic(t, file)
@@ -266,6 +268,49 @@ func TestImage(t *testing.T) {
 			t.Logf("%s: %s", bin, firstLine(out))
 		})
 	}
+
+	// The probe answers for a ready and an unready service.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	if code := probeInImage(t, root, uid, gid, srv.URL+"/readyz"); code != 0 {
+		t.Errorf("healthcheck of a ready service: exit %d, want 0", code)
+	}
+	if code := probeInImage(t, root, uid, gid, srv.URL+"/other"); code != 1 {
+		t.Errorf("healthcheck of a service answering 503: exit %d, want 1", code)
+	}
+}
+
+// probeInImage runs the image's healthcheck against a server of the test, as a health check
+// runs it inside a container, and returns its exit code.
+func probeInImage(t *testing.T, root, uid, gid, url string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/usr/local/bin/healthcheck", url)
+	cmd.Env = []string{"PATH=/usr/local/bin"}
+	if os.Geteuid() == 0 {
+		var u, g uint32
+		fmt.Sscan(uid, &u)
+		fmt.Sscan(gid, &g)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Credential: &syscall.Credential{Uid: u, Gid: g}}
+		cmd.Dir = "/"
+	} else {
+		cmd.Path = filepath.Join(root, "usr", "local", "bin", "healthcheck")
+	}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee) && ee.ExitCode() >= 0:
+		return ee.ExitCode()
+	}
+	t.Fatalf("healthcheck %s did not run: %v\n%s", url, err, out)
+	return -1
 }
 
 // checkStatic: no program interpreter, no shared library, built with CGO_ENABLED=0.
@@ -303,6 +348,9 @@ func runInImage(t *testing.T, root, uid, gid, bin string) string {
 	t.Helper()
 	var last string
 	for _, arg := range []string{"--version", "help"} {
+		if bin == "healthcheck" && arg == "--version" {
+			continue // its arguments are a URL, or help
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		cmd := exec.CommandContext(ctx, "/usr/local/bin/"+bin, arg)
 		cmd.Env = []string{"PATH=/usr/local/bin"}
