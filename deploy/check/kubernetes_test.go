@@ -398,9 +398,13 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 	}
 
-	// The gateway and the worker are scaled and protected from voluntary disruption.
+	// The gateway and the worker are scaled and protected from voluntary disruption, and
+	// their memory limit leaves room above the soft limit they set (pkg/app/gc.go, 512 MiB).
 	for _, name := range []string{"gateway", "worker"} {
 		d := m.deployment(t, name)
+		if lim := d.Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory]; lim.Value() <= 512<<20 {
+			t.Errorf("Deployment %s: memory limit %s is not above the 512 MiB soft limit the program sets", name, lim.String())
+		}
 		var pdb, hpa bool
 		for _, p := range m.pdbs {
 			sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
