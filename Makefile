@@ -15,6 +15,9 @@
 #   make bench-go    the packages' Go benchmarks (go test -bench)
 #   make smoke       the README's curl example against the pipeline `make up` started
 #   make users       per-service users on Redis, RabbitMQ and MariaDB (deploy/users.sh)
+#   make image       the OCI image `surge` (Containerfile, FROM scratch): static binaries,
+#                    docker build where Docker runs, buildah otherwise (deploy/image.sh)
+#   make test-image  build the image, then check it from its file system (deploy/check)
 #   make build | fmt | vet | status | clean
 
 SHELL := /bin/bash
@@ -37,7 +40,7 @@ FOREMAN_PID := $(VAR)/foreman.pid
 FOREMAN_LOG := $(VAR)/log/foreman.log
 
 .PHONY: build up down deps engines migrate users procs-start procs-stop test test-chaos test-alerts chaos test-faults bench bench-go smoke \
-	fmt vet status clean
+	image test-image test-deploy fmt vet status clean
 
 # build compiles every services/<name> main package into bin/<name>, and the tooling's
 # commands (tools/cmd/<name>, its own module) beside them.
@@ -114,6 +117,7 @@ test: engines users
 	@$(MAKE) --no-print-directory test-alerts
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	cd tools && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	@$(MAKE) --no-print-directory test-deploy
 	@$(MAKE) --no-print-directory chaos
 
 # test-alerts shows every alert of deploy/alerts.yml firing and not firing on made-up series;
@@ -122,6 +126,19 @@ test-alerts:
 	@command -v promtool >/dev/null || { echo "test-alerts: promtool is not installed (deploy/install-deps.sh installs Debian's prometheus package)" >&2; exit 1; }
 	promtool check rules deploy/alerts.yml
 	promtool test rules deploy/alerts_test.yml
+
+# test-deploy checks docker-compose.yml and deploy/kubernetes/ with the Compose loader and the
+# Kubernetes API types; deploy/check is a module of its own so that those stay out of go.mod.
+test-deploy:
+	cd deploy/check && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+image:
+	deploy/image.sh
+
+# test-image reads the image from its file system (buildah mount, or docker save), as no
+# container can be run here; the test behind the `image` tag does.
+test-image: image
+	cd deploy/check && SURGE_IMAGE=$(or $(SURGE_IMAGE),surge) $(GO) test -tags image -count=1 -v -run 'TestImage' ./...
 
 test-chaos: engines
 	@$(MAKE) --no-print-directory chaos

@@ -5,6 +5,10 @@
 # (Debian ships it in the prometheus package; make test-alerts runs deploy/alerts_test.yml
 # with it; on a machine with systemd the package also enables a Prometheus server on :9090).
 # Go is not installed here: the script only checks that it is present and new enough.
+#
+#   deploy/install-deps.sh           what `make up` and the tests need
+#   deploy/install-deps.sh buildah   only buildah, which `make image` builds with where no
+#                                    Docker engine answers
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,6 +30,8 @@ curl curl
 chromium chromium
 promtool prometheus"
 
+if [[ "${1:-}" == buildah ]]; then needed="buildah buildah"; fi
+
 missing=()
 while read -r program package; do
 	if have "$program"; then continue; fi
@@ -33,7 +39,7 @@ while read -r program package; do
 done <<<"$needed"
 
 if ((${#missing[@]} == 0)); then
-	log "redis, rabbitmq, mariadb, foreman, curl, chromium and promtool are already installed"
+	log "$(awk '{print $1}' <<<"$needed" | sort -u | paste -sd' ') already installed"
 else
 	command -v apt-get >/dev/null || {
 		log "error: missing ${missing[*]} and apt-get is not available; install them by hand"
@@ -52,6 +58,8 @@ else
 	"${sudo[@]}" apt-get update -qq
 	"${sudo[@]}" apt-get install -y -qq -o Dpkg::Use-Pty=0 --no-install-recommends "${missing[@]}"
 fi
+
+[[ "${1:-}" != buildah ]] || exit 0
 
 want="$(sed -n 's/^go \([0-9.]*\).*/\1/p' "$REPO_ROOT/go.mod")"
 if ! command -v go >/dev/null; then

@@ -4,6 +4,10 @@
 #   deploy/users.sh apply [redis|rabbitmq|mysql]...   create or update the users (default: all)
 #   deploy/users.sh env SERVICE                       print the SURGE_ variables SERVICE connects with
 #   deploy/users.sh exec SERVICE CMD [ARGS]...        run CMD as SERVICE (the Procfile does)
+#   deploy/users.sh acl-file                          print the Redis ACL file (docker-compose.yml's
+#                                                     nodes load it at each start)
+#   deploy/users.sh definitions                       print the RabbitMQ definitions of the users
+#                                                     (docker-compose.yml's broker loads them at boot)
 #
 # Services and their users (the same name on every engine): gateway -> surge-gateway,
 # worker -> surge-worker, reconciler -> surge-reconciler, ops -> surge-ops.
@@ -20,6 +24,8 @@
 #   SURGE_GATEWAY_PASSWORD     surge-gateway-local      SURGE_WORKER_PASSWORD  surge-worker-local
 #   SURGE_RECONCILER_PASSWORD  surge-reconciler-local   SURGE_OPS_PASSWORD     surge-ops-local
 #   (letters, digits, '.', '_' and '-' only: they go into URLs and DSNs unescaped)
+#   Each password variable may instead name a file: SURGE_GATEWAY_PASSWORD_FILE, ...,
+#   SURGE_REDIS_PASSWORD_FILE, SURGE_MYSQL_ROOT_PASSWORD_FILE (compose secrets).
 #   SURGE_REDIS_PASSWORD       admin (default user) password                    (surge)
 #   SURGE_CLUSTER_PORT_BASE    cluster nodes on 127.0.0.1:BASE..BASE+5           (7000)
 #   SURGE_REDIS_ACL_FILE       ACL file the nodes load        (<repo>/deploy/redis-acl.conf)
@@ -37,6 +43,20 @@ SERVICES=(gateway worker reconciler ops)
 RULES_FILE="$REPO_ROOT/deploy/redis-users.acl"
 GRANTS_FILE="$REPO_ROOT/deploy/mysql-grants.sql"
 ACL_FILE="${SURGE_REDIS_ACL_FILE:-$REPO_ROOT/deploy/redis-acl.conf}"
+
+# from_file VAR sets VAR from the file named by VAR_FILE, when that is set.
+from_file() {
+	local file="${1}_FILE"
+	[[ -n "${!file:-}" ]] || return 0
+	[[ -r "${!file}" ]] || { printf 'users: error: %s=%s is not readable\n' "$file" "${!file}" >&2; exit 1; }
+	printf -v "$1" '%s' "$(<"${!file}")"
+	export "${1?}"
+}
+for _var in SURGE_REDIS_PASSWORD SURGE_MYSQL_ROOT_PASSWORD SURGE_GATEWAY_PASSWORD SURGE_WORKER_PASSWORD \
+	SURGE_RECONCILER_PASSWORD SURGE_OPS_PASSWORD; do
+	from_file "$_var"
+done
+unset _var
 ADMIN_PASSWORD="${SURGE_REDIS_PASSWORD:-surge}"
 BASE="${SURGE_CLUSTER_PORT_BASE:-7000}"
 AMQP_ADDR="${SURGE_AMQP_ADDR:-127.0.0.1:5672}"
@@ -133,35 +153,43 @@ apply_redis() {
 	((applied > 0)) || die "no Redis node answers on 127.0.0.1:$BASE-$((BASE + 5)) (deploy/redis-cluster.sh start)"
 	# Every rule was accepted live, so the file the nodes load at start is valid too.
 	tmp="$(mktemp "$ACL_FILE.XXXXXX")"
-	{
-		# Redis refuses comments in an ACL file: the header lives in this script only.
-		echo "user default on #$(sha256 "$ADMIN_PASSWORD") ~* &* +@all"
-		for svc in "${SERVICES[@]}"; do
-			user="$(user_of "$svc")"
-			echo "user $user on #$(sha256 "$(password_of "$svc")") $(rules_for "$user" | tr -s ' ')"
-		done
-	} >"$tmp"
+	acl_file >"$tmp"
 	chmod 600 "$tmp"
 	mv -f "$tmp" "$ACL_FILE"
 	set +f
 	log "redis: ${SERVICES[*]/#/surge-} set on $applied node(s); ACL file $ACL_FILE"
 }
 
+# acl_file prints the ACL file: the default user (the administrator) and the service users.
+acl_file() {
+	local svc user
+	set -f
+	# Redis refuses comments in an ACL file: the header lives in this script only.
+	echo "user default on #$(sha256 "$ADMIN_PASSWORD") ~* &* +@all"
+	for svc in "${SERVICES[@]}"; do
+		user="$(user_of "$svc")"
+		echo "user $user on #$(sha256 "$(password_of "$svc")") $(rules_for "$user" | tr -s ' ')"
+	done
+	set +f
+}
+
 # ---- RabbitMQ -------------------------------------------------------------------------------
 
 # rabbit_hash PASSWORD prints RabbitMQ's rabbit_password_hashing_sha256 form:
 # base64(salt ++ sha256(salt ++ password)) with a 4-byte random salt.
+# Only openssl and printf: the broker's image, where compose runs this, has no xxd.
 rabbit_hash() {
 	local salt
-	salt="$(openssl rand -hex 4)"
+	salt="$(openssl rand -hex 4 | sed 's/../\\x&/g')"
 	{
-		printf '%s' "$salt"
-		{ printf '%s' "$salt" | xxd -r -p; printf '%s' "$1"; } | openssl dgst -sha256 -binary | xxd -p -c 256
-	} | tr -d '\n' | xxd -r -p | base64 -w0
+		printf '%b' "$salt"
+		{ printf '%b' "$salt"; printf '%s' "$1"; } | openssl dgst -sha256 -binary
+	} | openssl base64 -A
 }
 
-apply_rabbitmq() {
-	local svc user names all none defs tmp sep=""
+# definitions prints the users and their permissions as RabbitMQ definitions (JSON).
+definitions() {
+	local svc user names all none defs sep=""
 	# Every exchange and queue of the flow starts with the exchange name (orders, orders.created,
 	# orders.retry.10s, orders.dead, ...); JSON needs the regex's backslashes doubled.
 	names="^${EXCHANGE//./\\\\.}(\\\\..+)?\$"
@@ -187,7 +215,14 @@ apply_rabbitmq() {
 		defs+="$sep{\"user\":\"$user\",\"vhost\":\"$AMQP_VHOST\",$all}"
 		sep=","
 	done
-	defs+=']}'
+	# The vhost too: a broker that loads these at boot creates it before the permissions.
+	defs+="],\"vhosts\":[{\"name\":\"$AMQP_VHOST\"}]}"
+	printf '%s\n' "$defs"
+}
+
+apply_rabbitmq() {
+	local defs tmp
+	defs="$(definitions)"
 	tmp="$(mktemp)"
 	trap "rm -f '$tmp'" EXIT
 	printf '%s' "$defs" >"$tmp"
@@ -273,6 +308,8 @@ cmd_apply() {
 case "${1:-}" in
 apply) shift; cmd_apply "$@" ;;
 env) [[ $# == 2 ]] || die "usage: $0 env SERVICE"; print_env "$2" ;;
+acl-file) acl_file ;;
+definitions) definitions ;;
 exec)
 	[[ $# -ge 3 ]] || die "usage: $0 exec SERVICE CMD [ARGS]..."
 	eval "$(print_env "$2")"
@@ -280,7 +317,7 @@ exec)
 	exec "$@"
 	;;
 *)
-	echo "usage: $0 {apply [redis|rabbitmq|mysql]... | env SERVICE | exec SERVICE CMD [ARGS]...}" >&2
+	echo "usage: $0 {apply [redis|rabbitmq|mysql]... | env SERVICE | exec SERVICE CMD [ARGS]... | acl-file | definitions}" >&2
 	exit 2
 	;;
 esac
