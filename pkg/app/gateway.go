@@ -30,6 +30,10 @@ type GatewayConfig struct {
 	config.Reconcile
 	// HTTPAddr is SURGE_HTTP_ADDR, default 127.0.0.1:8080.
 	HTTPAddr string `envconfig:"HTTP_ADDR" default:"127.0.0.1:8080"`
+	// AdminAddr is the admin listener (the admin API, /metrics, the
+	// operations console): SURGE_ADMIN_ADDR, default 127.0.0.1:8081. The
+	// public listener answers none of these.
+	AdminAddr string `envconfig:"ADMIN_ADDR" default:"127.0.0.1:8081"`
 	// AdminToken guards /v1/admin: SURGE_ADMIN_TOKEN, default
 	// "surge-admin" (local only: set your own in production).
 	AdminToken string `envconfig:"ADMIN_TOKEN" default:"surge-admin"`
@@ -74,6 +78,9 @@ type Gateway struct {
 	eng   *engines
 	pub   *queue.Publisher
 	srv   *http.Server
+	admin *http.Server
+	ln    net.Listener
+	adln  net.Listener
 	Stock *stock.Stock
 
 	products *products
@@ -116,7 +123,9 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st}
 	api.RatePolicies = ratePolicies(cfg.RateLimit)
 	api.OpenAPI = apidoc.OpenAPI
-	g.srv = httpapi.NewHTTPServer(cfg.HTTPAddr, instrumented(api, cfg.CORSOrigins))
+	public, admin := instrumented(api, cfg.CORSOrigins)
+	g.srv = httpapi.NewHTTPServer(cfg.HTTPAddr, public)
+	g.admin = httpapi.NewHTTPServer(cfg.AdminAddr, admin)
 	httpapi.MountDeadLetters(api, &ops.DeadLetters{Queue: ops.QueueDead{Conn: eng.mq, Topology: topo}, DB: eng.db})
 	rec := reconcile.New(eng.redis.ClusterClient, reconcile.StoreLedger{Store: eng.db}, reconcile.Options{
 		Grace: cfg.Grace, Lookback: cfg.Lookback, StateTTL: cfg.IdempotencyTTL, Log: log, Publisher: pub})
@@ -152,31 +161,59 @@ func reserveClient(eng *engines, waitReplicas int) stock.Client {
 	return eng.fast
 }
 
-// Run serves on ln (or on HTTPAddr when ln is nil) until ctx ends, then
-// shuts down: stop accepting, finish in-flight requests (their publishes
-// and releases), close the publisher, then the engines.
-func (g *Gateway) Run(ctx context.Context, ln net.Listener) error {
-	if ln == nil {
-		var err error
-		if ln, err = net.Listen("tcp", g.cfg.HTTPAddr); err != nil {
+// Listen binds the public listener (HTTPAddr) and the admin one
+// (AdminAddr); Run calls it when it was not called before. A ":0" port
+// takes a free one: Addr and AdminAddr say which.
+func (g *Gateway) Listen() error {
+	ln, err := net.Listen("tcp", g.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", g.cfg.HTTPAddr, err)
+	}
+	adln, err := net.Listen("tcp", g.cfg.AdminAddr)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("listen %s (admin): %w", g.cfg.AdminAddr, err)
+	}
+	g.ln, g.adln = ln, adln
+	return nil
+}
+
+// Addr is the public listener's address, once Listen returned.
+func (g *Gateway) Addr() string { return g.ln.Addr().String() }
+
+// AdminAddr is the admin listener's address, once Listen returned.
+func (g *Gateway) AdminAddr() string { return g.adln.Addr().String() }
+
+// Run serves both listeners (binding them first unless Listen was
+// called) until ctx ends or one fails, then shuts down: stop accepting,
+// finish in-flight requests (their publishes and releases), close the
+// publisher, then the engines.
+func (g *Gateway) Run(ctx context.Context) error {
+	if g.ln == nil {
+		if err := g.Listen(); err != nil {
 			g.close()
-			return fmt.Errorf("listen %s: %w", g.cfg.HTTPAddr, err)
+			return err
 		}
 	}
-	g.log.Info("gateway listening", "addr", ln.Addr().String())
-	errc := make(chan error, 1)
-	go func() { errc <- g.srv.Serve(ln) }()
+	g.log.Info("gateway listening", "addr", g.Addr(), "admin_addr", g.AdminAddr())
+	errc := make(chan error, 2)
+	go func() { errc <- g.srv.Serve(g.ln) }()
+	go func() { errc <- g.admin.Serve(g.adln) }()
 	var err error
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err = g.srv.Shutdown(sctx)
-		cancel()
 	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err = errors.Join(ignoreClosed(err), ignoreClosed(g.srv.Shutdown(sctx)), ignoreClosed(g.admin.Shutdown(sctx)))
+	cancel()
 	g.close()
+	return err
+}
+
+func ignoreClosed(err error) error {
 	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
+		return nil
 	}
 	return err
 }

@@ -40,13 +40,15 @@ func customerLimited(records *idem.Records, c ratelimit.Config) gateway.Claimer 
 	return metrics.CustomerLimited{Next: records.Limited(c.CustomerRate, c.CustomerBurst)}
 }
 
-// instrumented builds api's routes, mounts GET /metrics beside them,
-// times every request by route and status, gives it a request id, and
-// answers browsers on the CORS origins.
-func instrumented(api *httpapi.Server, corsOrigins []string) http.Handler {
+// instrumented builds api's routes, public and admin, mounts GET /metrics
+// on the admin ones, times every request by route and status and gives it
+// a request id; the public routes also answer browsers on the CORS
+// origins (the admin listener allows no other origin).
+func instrumented(api *httpapi.Server, corsOrigins []string) (public, admin http.Handler) {
 	h := api.Handler()
-	api.Handle("GET /metrics", metrics.Handler())
-	return httpapi.CORS(corsOrigins, httpapi.RequestIDs(metrics.Middleware(h)))
+	api.HandleAdmin("GET /metrics", metrics.Handler())
+	public = httpapi.CORS(corsOrigins, httpapi.RequestIDs(metrics.Middleware(h)))
+	return public, httpapi.RequestIDs(metrics.Middleware(api.AdminHandler()))
 }
 
 // serveMetrics answers scrapes on ep (nil: none) until the returned func
