@@ -52,6 +52,7 @@ func (h *reconcileHandler) reconcile(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err, nil)
 		return
 	}
+	req.Actor = actor(r)
 	ctx, cancel := context.WithTimeout(r.Context(), ReconcileBudget)
 	defer cancel()
 	rep, err := h.rc.Run(ctx, req)
