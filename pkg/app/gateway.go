@@ -83,7 +83,8 @@ type Gateway struct {
 	adln  net.Listener
 	Stock *stock.Stock
 
-	products *products
+	products     *products
+	closeConsole func()
 }
 
 // NewGateway opens the engines, declares the topology and builds the
@@ -105,11 +106,12 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	claims := customerLimited(records, cfg.RateLimit)
 	prods := newProducts(eng.fast, eng.db, cfg.ProductTTL, log)
 	hints := &gateway.SoldOutHints{TTL: cfg.SoldOutHintTTL}
+	tracker := &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st}
 	api := &httpapi.Server{
 		Orders: &gateway.Service{Stock: metrics.Reserver{Next: st}, Idem: claims,
 			Queue: metrics.Publisher{Next: pub}, Catalog: catalog{eng.db}, Log: log,
 			SoldOut: hints, OnSoldOutCached: metrics.SoldOutCached, OnOutcomeUnknown: metrics.OutcomeUnknown},
-		Status:     &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st},
+		Status:     tracker,
 		Stock:      stockAdmin{&ops.Stock{DB: eng.db, Redis: st}, prods, hints},
 		AdminToken: cfg.AdminToken,
 		Log:        log,
@@ -126,10 +128,14 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	public, admin := instrumented(api, cfg.CORSOrigins)
 	g.srv = httpapi.NewHTTPServer(cfg.HTTPAddr, public)
 	g.admin = httpapi.NewHTTPServer(cfg.AdminAddr, admin)
-	httpapi.MountDeadLetters(api, &ops.DeadLetters{Queue: ops.QueueDead{Conn: eng.mq, Topology: topo}, DB: eng.db})
+	letters := &ops.DeadLetters{Queue: ops.QueueDead{Conn: eng.mq, Topology: topo}, DB: eng.db}
+	httpapi.MountDeadLetters(api, letters)
 	rec := reconcile.New(eng.redis.ClusterClient, reconcile.StoreLedger{Store: eng.db}, reconcile.Options{
 		Grace: cfg.Grace, Lookback: cfg.Lookback, StateTTL: cfg.IdempotencyTTL, Log: log, Publisher: pub})
-	httpapi.MountReconcile(api, &ops.Reconcile{Rec: rec, DB: eng.db})
+	runs := &ops.Reconcile{Rec: rec, DB: eng.db}
+	httpapi.MountReconcile(api, runs)
+	g.closeConsole = mountConsole(consoleDeps{cfg: cfg, eng: eng, api: api, tracker: tracker, stock: st,
+		letters: letters, rec: runs, log: log})
 	api.Handle("GET /v1/products/{sku}", api.Products(prods))
 	g.products = prods
 	return g, nil
@@ -219,6 +225,7 @@ func ignoreClosed(err error) error {
 }
 
 func (g *Gateway) close() {
+	g.closeConsole()
 	_ = g.pub.Close()
 	g.products.Close()
 	g.eng.close()
