@@ -123,7 +123,9 @@ func (h *Health) nodes(ctx context.Context) ([]nodeRow, string) {
 			row.Master = addrOf[n.MasterID]
 			if r, ok := lag[n.Addr]; ok {
 				row.LagBytes, row.LagSeconds = r.LagBytes, r.LagSeconds
-				row.Lagging = r.State != "online" || r.LagSeconds > 1 || r.LagBytes > 0
+				// A replica acknowledges every second: lag within 2 s is
+				// normal under writes.
+				row.Lagging = r.State != "online" || r.LagSeconds > 2
 			}
 		}
 		if s, ok := byAddr[n.Addr]; ok {

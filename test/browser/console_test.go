@@ -31,7 +31,10 @@ const operator = "dana-ops"
 
 // console is a browser tab on the gateway's operations console.
 type console struct {
-	t    *testing.T
+	t *testing.T
+	// root is the whole test's T: SKUs loaded for it keep their Redis
+	// keys until it ends, so later pages still show them.
+	root *testing.T
 	ctx  context.Context
 	base string // the admin listener
 }
@@ -45,7 +48,7 @@ func openConsole(t *testing.T, browser context.Context, admin string) *console {
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("open a tab: %v", err)
 	}
-	c := &console{t: t, ctx: ctx, base: admin}
+	c := &console{t: t, root: t, ctx: ctx, base: admin}
 	c.do(chromedp.EmulateViewport(1360, 900))
 	return c
 }
@@ -150,7 +153,7 @@ func (c *console) shot(name string) {
 	})
 	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		c.t.Errorf("screenshot %s: %v", name, err)
 		return
@@ -198,11 +201,11 @@ func TestConsole(t *testing.T) {
 		t.Fatalf("signed in as %q, want %q (page %s)", got, operator, c.location())
 	}
 
-	t.Run("board moves during a sale", func(t *testing.T) { boardMoves(t, c, p) })
 	t.Run("parked order replayed and invoiced", func(t *testing.T) { replayParked(t, c, p) })
 	t.Run("discard and restore", func(t *testing.T) { discardRestore(t, c, p) })
 	t.Run("reconcile dry run shows the plan", func(t *testing.T) { reconcilePlan(t, c, p) })
 	t.Run("order lookup and health", func(t *testing.T) { lookupAndHealth(t, c, p) })
+	t.Run("board moves during a sale", func(t *testing.T) { boardMoves(t, c, p) })
 	t.Run("refused without a session or CSRF token", func(t *testing.T) { refusals(t, p) })
 }
 
@@ -211,8 +214,8 @@ func TestConsole(t *testing.T) {
 func boardMoves(t *testing.T, c *console, p *pipeline) {
 	c.t = t
 	sku := testenv.Unique("board-")
-	p.loadStock(t, sku, 40)
-	c.open("/console/?q=" + sku)
+	p.loadStock(c.root, sku, 40)
+	c.open("/console/")
 	row := fmt.Sprintf(`tr[data-sku=%q] `, sku)
 	c.waitText(row+`[data-f=mysql_sold]`, "board before the sale", 5*time.Second, func(s string) bool { return s == "0" })
 	eval[bool](c, `window.__noReload = true`)
@@ -227,7 +230,7 @@ func boardMoves(t *testing.T, c *console, p *pipeline) {
 	}()
 	rate := c.waitText(row+`[data-f=accepted_per_sec]`, "accepted/s during the sale", 10*time.Second,
 		func(s string) bool { f, _ := strconv.ParseFloat(s, 64); return f > 0 })
-	c.shot("02-board-during-sale")
+	c.shot("02-board")
 	<-done
 	c.waitText(row+`[data-f=mysql_sold]`, "MySQL sold after the sale", 20*time.Second, func(s string) bool { return s == "24" })
 	c.waitText(row+`[data-f=redis_sold]`, "Redis sold after the sale", 10*time.Second, func(s string) bool { return s == "24" })
@@ -236,7 +239,14 @@ func boardMoves(t *testing.T, c *console, p *pipeline) {
 		t.Fatal("the board reloaded: its figures must move live")
 	}
 	t.Logf("accepted/s seen on the board during the sale: %s", rate)
-	c.shot("03-board-after-sale")
+	if first := eval[string](c, `document.querySelector('#board tbody tr').dataset.sku`); first != sku {
+		t.Errorf("the board's first SKU is %s, want %s, the one loaded last", first, sku)
+	}
+	c.open("/console/?q=" + sku)
+	if n := eval[int](c, `document.querySelectorAll('#board tbody tr[data-sku]').length`); n != 1 {
+		t.Errorf("searching %s shows %d SKUs, want 1", sku, n)
+	}
+	c.shot("03-board-search")
 
 	c.click(row + `a`)
 	c.waitText(`#sku-live`, "the SKU page's live figures", 5*time.Second, func(s string) bool { return strings.HasPrefix(s, "live ·") })
@@ -311,7 +321,7 @@ func replayParked(t *testing.T, c *console, p *pipeline) {
 	}
 	c.shot("06-dead-letter")
 
-	p.loadStock(t, sku, 10) // the SKU exists now: the replay can invoice it
+	p.loadStock(c.root, sku, 10) // the SKU exists now: the replay can invoice it
 	c.click("#replay")
 	if n := c.text("#dry-run-notice"); !strings.Contains(n, "nothing was changed") {
 		t.Fatalf("replay did not start with a dry run: %q", c.text("main"))
@@ -388,7 +398,7 @@ func discardRestore(t *testing.T, c *console, p *pipeline) {
 func reconcilePlan(t *testing.T, c *console, p *pipeline) {
 	c.t = t
 	sku := testenv.Unique("drift-")
-	p.loadStock(t, sku, 10)
+	p.loadStock(c.root, sku, 10)
 	if _, err := p.DB.DB().Exec(`UPDATE products SET stock = 15 WHERE sku = ?`, sku); err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +432,7 @@ func reconcilePlan(t *testing.T, c *console, p *pipeline) {
 func lookupAndHealth(t *testing.T, c *console, p *pipeline) {
 	c.t = t
 	sku := testenv.Unique("find-")
-	p.loadStock(t, sku, 5)
+	p.loadStock(c.root, sku, 5)
 	customer := sku + "-alice"
 	id := buy(t, p, sku, customer, "checkout-7f3a")
 	c.open("/console/orders")
