@@ -31,7 +31,11 @@ type consoleDeps struct {
 // closes the console's Redis prober.
 func mountConsole(d consoleDeps) (closeConsole func()) {
 	topo := d.cfg.AMQP.Topology()
-	prober := redisnode.NewProber(redisnode.Options{Username: d.cfg.Redis.User, Password: d.cfg.Redis.Password})
+	user, password := d.cfg.Redis.User, d.cfg.Redis.Password
+	if d.cfg.ConsoleRedisUser != "" {
+		user, password = d.cfg.ConsoleRedisUser, d.cfg.ConsoleRedisPassword
+	}
+	prober := redisnode.NewProber(redisnode.Options{Username: user, Password: password})
 	checks := make([]console.Probe, len(d.api.Ready))
 	for i, c := range d.api.Ready {
 		checks[i] = console.Probe{Name: c.Name, Ping: c.Ping}

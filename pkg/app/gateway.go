@@ -37,6 +37,14 @@ type GatewayConfig struct {
 	// AdminToken guards /v1/admin: SURGE_ADMIN_TOKEN, default
 	// "surge-admin" (local only: set your own in production).
 	AdminToken string `envconfig:"ADMIN_TOKEN" default:"surge-admin"`
+	// ConsoleRedisUser and ConsoleRedisPassword are the Redis user the
+	// console's health page reads each node's INFO as (memory, replica
+	// lag): SURGE_CONSOLE_REDIS_USER / SURGE_CONSOLE_REDIS_PASSWORD, e.g.
+	// surge-ops. Empty: the gateway's own user, which deploy/redis-users.acl
+	// refuses INFO, so the page shows the node map (roles, slots, links)
+	// without memory and lag.
+	ConsoleRedisUser     string `envconfig:"CONSOLE_REDIS_USER"`
+	ConsoleRedisPassword string `envconfig:"CONSOLE_REDIS_PASSWORD"`
 	// PublishChannels is the size of the confirm-mode channel pool:
 	// SURGE_PUBLISH_CHANNELS, default 8.
 	PublishChannels int `envconfig:"PUBLISH_CHANNELS" default:"8"`

@@ -48,7 +48,9 @@ type nodeRow struct {
 	Addr, ID, Role, Master, Slots, Memory, Error string
 	Failing                                      bool
 	LagBytes, LagSeconds                         int64
-	Lagging                                      bool
+	// LagKnown is false when the replica's master did not say (its INFO
+	// was refused or failed).
+	LagKnown, Lagging bool
 }
 
 type healthData struct {
@@ -122,7 +124,7 @@ func (h *Health) nodes(ctx context.Context) ([]nodeRow, string) {
 		} else {
 			row.Master = addrOf[n.MasterID]
 			if r, ok := lag[n.Addr]; ok {
-				row.LagBytes, row.LagSeconds = r.LagBytes, r.LagSeconds
+				row.LagBytes, row.LagSeconds, row.LagKnown = r.LagBytes, r.LagSeconds, true
 				// A replica acknowledges every second: lag within 2 s is
 				// normal under writes.
 				row.Lagging = r.State != "online" || r.LagSeconds > 2
@@ -130,7 +132,10 @@ func (h *Health) nodes(ctx context.Context) ([]nodeRow, string) {
 		}
 		if s, ok := byAddr[n.Addr]; ok {
 			row.Memory = s.Info["used_memory_human"]
-			if s.Err != nil {
+			switch {
+			case s.Err != nil && strings.Contains(s.Err.Error(), "NOPERM"):
+				row.Memory = "INFO refused to this user (SURGE_CONSOLE_REDIS_USER)"
+			case s.Err != nil:
 				row.Error = s.Err.Error()
 			}
 		}

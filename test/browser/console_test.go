@@ -214,11 +214,12 @@ func TestConsole(t *testing.T) {
 func boardMoves(t *testing.T, c *console, p *pipeline) {
 	c.t = t
 	sku := testenv.Unique("board-")
-	p.loadStock(c.root, sku, 40)
 	c.open("/console/")
-	row := fmt.Sprintf(`tr[data-sku=%q] `, sku)
-	c.waitText(row+`[data-f=mysql_sold]`, "board before the sale", 5*time.Second, func(s string) bool { return s == "0" })
 	eval[bool](c, `window.__noReload = true`)
+	// Loaded while the board is open: it appears without a reload.
+	p.loadStock(c.root, sku, 40)
+	row := fmt.Sprintf(`tr[data-sku=%q] `, sku)
+	c.waitText(row+`[data-f=mysql_sold]`, "the new SKU on the board", 5*time.Second, func(s string) bool { return s == "0" })
 
 	done := make(chan struct{})
 	go func() {

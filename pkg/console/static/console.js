@@ -45,19 +45,65 @@
     });
   }
 
+  // cell builds a board cell: <td class=num data-f=k>.
+  function cell(k, row) {
+    var td = document.createElement('td');
+    td.className = 'num';
+    td.setAttribute('data-f', k);
+    td.textContent = fmt(k, row[k]);
+    return td;
+  }
+
+  // boardRow builds a board line for a SKU the page was not served with.
+  function boardRow(row) {
+    var tr = document.createElement('tr');
+    tr.setAttribute('data-sku', row.sku);
+    var name = document.createElement('td');
+    var a = document.createElement('a');
+    a.href = '/console/skus/' + encodeURIComponent(row.sku);
+    a.textContent = row.sku;
+    var sub = document.createElement('div');
+    sub.className = 'muted small';
+    sub.textContent = row.name;
+    name.appendChild(a); name.appendChild(sub);
+    tr.appendChild(name);
+    var loaded = document.createElement('td');
+    loaded.className = 'small';
+    loaded.textContent = row.loaded_at;
+    tr.appendChild(loaded);
+    ['redis_stock', 'redis_avail', 'redis_reserved', 'redis_sold', 'mysql_stock', 'mysql_avail', 'mysql_sold',
+      'accepted_per_sec', 'invoiced_per_sec'].forEach(function (k) { tr.appendChild(cell(k, row)); });
+    var state = document.createElement('td');
+    state.setAttribute('data-f', 'state');
+    var badge = document.createElement('span');
+    badge.className = 'badge ' + row.state;
+    badge.textContent = row.state;
+    state.appendChild(badge);
+    tr.appendChild(state);
+    return tr;
+  }
+
   var board = document.getElementById('board');
   var live = document.getElementById('live');
   if (board && live) {
     var q = live.getAttribute('data-q') || '';
+    var tbody = board.querySelector('tbody');
     poll('/console/api/board?q=' + encodeURIComponent(q), 1000, function (d) {
       var known = {};
-      board.querySelectorAll('tbody tr[data-sku]').forEach(function (tr) { known[tr.getAttribute('data-sku')] = tr; });
-      var fresh = false;
-      (d.rows || []).forEach(function (row) {
-        if (known[row.sku]) { set(known[row.sku], row); } else { fresh = true; }
+      tbody.querySelectorAll('tr[data-sku]').forEach(function (tr) { known[tr.getAttribute('data-sku')] = tr; });
+      var rows = d.rows || [];
+      // Keep the lines in the server's order (the most recently loaded
+      // first), reusing the ones shown so that changed cells flash.
+      var frag = document.createDocumentFragment();
+      rows.forEach(function (row) {
+        var tr = known[row.sku] || boardRow(row);
+        set(tr, row);
+        frag.appendChild(tr);
       });
-      // A SKU loaded meanwhile: the page shows it on its next load.
-      if (fresh && !document.querySelector('tbody tr[data-sku] td.changed')) { live.textContent += ' · new SKUs: reload'; }
+      if (rows.length > 0) {
+        while (tbody.firstChild) tbody.removeChild(tbody.firstChild);
+        tbody.appendChild(frag);
+      }
     }, live);
   }
 
