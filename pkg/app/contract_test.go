@@ -98,6 +98,12 @@ func TestListenersApart(t *testing.T) {
 			t.Errorf("admin GET %s: %d, want 200", path, code)
 		}
 	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if resp, err := noRedirect.Get(p.Admin + "/console/"); err != nil {
+		t.Fatal(err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/console/login") {
+		t.Errorf("admin GET /console/ without a session: %d %q, want 303 to the sign-in page", resp.StatusCode, resp.Header.Get("Location"))
+	}
 	for _, path := range []string{"/v1/products/" + sku, "/healthz"} {
 		if code := do(http.MethodGet, p.URL+path); code != http.StatusOK {
 			t.Errorf("public GET %s: %d, want 200", path, code)

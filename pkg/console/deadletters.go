@@ -3,6 +3,7 @@ package console
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -195,7 +196,7 @@ func (c *Console) deadLetter(w http.ResponseWriter, r *http.Request, s *session)
 		return
 	}
 	d.Letter = l
-	for _, k := range slices.Sorted(mapKeys(l.Headers)) {
+	for _, k := range slices.Sorted(maps.Keys(l.Headers)) {
 		v, _ := json.Marshal(l.Headers[k])
 		if str, ok := l.Headers[k].(string); ok {
 			v = []byte(str)
@@ -212,16 +213,6 @@ func (c *Console) deadLetter(w http.ResponseWriter, r *http.Request, s *session)
 		d.Audit, _ = c.Store.Replays(r.Context(), store.AuditQuery{OrderID: l.OrderID, Limit: auditPage})
 	}
 	c.render(w, http.StatusOK, "deadletter.html", s, "Dead letter "+id, "dlq", d)
-}
-
-func mapKeys(m map[string]any) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // actionData is a replay, discard or restore: the preview before the
