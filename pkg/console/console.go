@@ -28,6 +28,7 @@ import (
 
 	"surge/pkg/gateway"
 	"surge/pkg/ops"
+	"surge/pkg/order"
 	"surge/pkg/reconcile"
 	"surge/pkg/store"
 )
@@ -238,5 +239,8 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05.000")
 	},
 	"cents": func(c int64) string { return fmt.Sprintf("%d.%02d", c/100, c%100) },
+	// isOrder tells an order id (linked to its page) from a message id
+	// that names no order (a poison message's).
+	"isOrder": func(id string) bool { return order.ValidateID(id) == nil },
 	"rate":  func(f float64) string { return fmt.Sprintf("%.1f", f) },
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"surge/pkg/ops"
+	"surge/pkg/queue"
 	"surge/pkg/store"
 )
 
@@ -156,14 +157,19 @@ func (c *Console) letters(r *http.Request, discarded bool) ([]letterRow, error) 
 	ds, err := c.Letters.Discarded(r.Context())
 	out := make([]letterRow, len(ds))
 	for i, d := range ds {
-		out[i] = letterRow{Letter: d.Letter, DiscardedAt: headerText(d.Headers, "x-surge-discarded-at")}
+		out[i] = letterRow{Letter: d.Letter, DiscardedAt: headerTime(d.Headers, queue.HeaderDiscardedAt)}
 	}
 	return out, err
 }
 
-func headerText(h map[string]any, k string) string {
+// headerTime shows a time header (RFC 3339) the way the pages show times.
+func headerTime(h map[string]any, k string) string {
 	s, _ := h[k].(string)
-	return s
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	return t.UTC().Format("2006-01-02 15:04:05")
 }
 
 type letterData struct {
