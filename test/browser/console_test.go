@@ -251,8 +251,9 @@ func boardMoves(t *testing.T, c *console, p *pipeline) {
 
 	c.click(row + `a`)
 	c.waitText(`#sku-live`, "the SKU page's live figures", 5*time.Second, func(s string) bool { return strings.HasPrefix(s, "live ·") })
-	if got := c.text(`#recent-orders tbody`); strings.Count(got, "invoiced") != 24 && strings.Count(got, "invoiced") != 20 {
-		t.Errorf("recent orders of %s: %q, want the last 20 invoiced", sku, got)
+	if got := c.text(`#recent-orders tbody`); strings.Count(got, "invoiced") != 20 ||
+		!strings.Contains(c.text(`#recent-orders tbody tr:first-child`), sku+"-c23") {
+		t.Errorf("recent orders of %s: %q, want the last 20, invoiced, the newest first", sku, got)
 	}
 	c.shot("04-sku")
 }
