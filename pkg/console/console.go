@@ -242,5 +242,5 @@ var funcs = template.FuncMap{
 	// isOrder tells an order id (linked to its page) from a message id
 	// that names no order (a poison message's).
 	"isOrder": func(id string) bool { return order.ValidateID(id) == nil },
-	"rate":  func(f float64) string { return fmt.Sprintf("%.1f", f) },
+	"rate":    func(f float64) string { return fmt.Sprintf("%.1f", f) },
 }
