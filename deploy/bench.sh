@@ -13,7 +13,8 @@
 # worker are taken during the flash sale and the sustained load (var/bench/pprof/).
 #
 # Environment (defaults): BENCH_DIR (var/bench), BENCH_PORT (18080; +1 and +2 serve the
-# gateway's and worker's profiles, +3 the worker's metrics, +10 the naive server), BENCH_CONCURRENCY (256),
+# gateway's and worker's profiles, +3 the worker's metrics, +4 the gateway's admin listener,
+# +10 the naive server), BENCH_CONCURRENCY (256),
 # BENCH_FLASH_REQUESTS (50000), BENCH_NAIVE_REQUESTS (20000), BENCH_FLASH_STOCK (100),
 # BENCH_HALF_SECONDS (8), BENCH_SUSTAINED_SECONDS (20), BENCH_RAW_SECONDS (3),
 # BENCH_IDEMPOTENCY_TTL (2m: a run leaves a few hundred thousand records; in a shared cluster they
@@ -40,6 +41,7 @@ RECORD=0
 RUN="b$(date +%s)"
 export SURGE_HTTP_ADDR="127.0.0.1:$PORT"
 export SURGE_WORKER_METRICS_ADDR="127.0.0.1:$((PORT + 3))"
+export SURGE_ADMIN_ADDR="127.0.0.1:$((PORT + 4))"
 export SURGE_AMQP_EXCHANGE="bench.orders"
 export SURGE_AMQP_QUEUE="bench.orders.created"
 export SURGE_AMQP_DEAD_QUEUE="bench.orders.dead"
@@ -124,7 +126,7 @@ log "naive SQL flash sale: $FLASH_STOCK units, $NAIVE_N requests, $C concurrent"
 start naive bin/loadgen naive-server -addr "$NAIVE_ADDR"
 NAIVE_PID=$LAST_PID
 deploy/wait-ready.sh "http://$NAIVE_ADDR/healthz" 30 "$DIR/log/naive.log"
-bin/loadgen run -label naive_sql -url "http://$NAIVE_ADDR" -sku "naive-$RUN" -stock "$FLASH_STOCK" \
+bin/loadgen run -label naive_sql -url "http://$NAIVE_ADDR" -admin-url "http://$NAIVE_ADDR" -sku "naive-$RUN" -stock "$FLASH_STOCK" \
 	-c "$C" -n "$NAIVE_N" -check -stock-view=false -json "$DIR/naive.json"
 stop_pid "$NAIVE_PID"
 

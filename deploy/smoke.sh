@@ -5,6 +5,7 @@
 set -euo pipefail
 
 BASE="http://${SURGE_HTTP_ADDR:-127.0.0.1:8080}"
+ADMIN="http://${SURGE_ADMIN_ADDR:-127.0.0.1:8081}"
 TOKEN="${SURGE_ADMIN_TOKEN:-surge-admin}"
 SKU="smoke-$(date +%s)-$$"
 KEY="smoke-key-$$-$RANDOM"
@@ -13,7 +14,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 fail() { echo "smoke: $*" >&2; exit 1; }
 
 echo "smoke: load 100 units of $SKU"
-curl -fsS -X PUT "$BASE/v1/admin/stock/$SKU" -H "Authorization: Bearer $TOKEN" \
+curl -fsS -X PUT "$ADMIN/v1/admin/stock/$SKU" -H "Authorization: Bearer $TOKEN" \
   -d '{"stock":100,"name":"T-shirt","price_cents":1999}' >/dev/null || fail "stock load failed"
 
 echo "smoke: post an order"

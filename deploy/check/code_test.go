@@ -23,7 +23,8 @@ type code struct {
 	// envDefault maps every envconfig variable the programs read (without SURGE_) to its
 	// default tag ("" when it has none).
 	envDefault map[string]string
-	// routes holds the GET paths served: "gateway" (pkg/httpapi, pkg/app) and "metrics"
+	// routes holds the GET paths served: "gateway" (pkg/httpapi, pkg/app: the public
+	// listener), "admin" (the gateway's admin listener, HandleAdmin) and "metrics"
 	// (pkg/metrics's endpoint, which the worker, the reconciler and the exporter serve).
 	routes map[string]map[string]bool
 	// commands holds, per binary, the first arguments its main accepts.
@@ -97,6 +98,7 @@ func productCode(t *testing.T) code {
 				})
 			}
 		}
+		c.routes["admin"] = map[string]bool{}
 		for src, dirs := range map[string][]string{"gateway": {"pkg/httpapi", "pkg/app"}, "metrics": {"pkg/metrics"}} {
 			c.routes[src] = map[string]bool{}
 			for _, f := range parseDirs(t, dirs...) {
@@ -106,12 +108,17 @@ func productCode(t *testing.T) code {
 						return true
 					}
 					sel, ok := call.Fun.(*ast.SelectorExpr)
-					if !ok || (sel.Sel.Name != "HandleFunc" && sel.Sel.Name != "Handle") {
+					if !ok || (sel.Sel.Name != "HandleFunc" && sel.Sel.Name != "Handle" && sel.Sel.Name != "HandleAdmin") {
 						return true
+					}
+					// HandleAdmin mounts a route on the gateway's admin listener.
+					dst := src
+					if sel.Sel.Name == "HandleAdmin" {
+						dst = "admin"
 					}
 					if pat, ok := stringLit(call.Args[0]); ok {
 						if method, path, ok := strings.Cut(pat, " "); ok && method == "GET" {
-							c.routes[src][path] = true
+							c.routes[dst][path] = true
 						}
 					}
 					return true
@@ -180,7 +187,7 @@ func TestProductCodeParsed(t *testing.T) {
 			t.Errorf("no default found for SURGE_%s in the code", v)
 		}
 	}
-	for _, r := range []struct{ src, path string }{{"gateway", "/readyz"}, {"gateway", "/healthz"}, {"gateway", "/metrics"}, {"metrics", "/healthz"}, {"metrics", "/metrics"}} {
+	for _, r := range []struct{ src, path string }{{"gateway", "/readyz"}, {"gateway", "/healthz"}, {"admin", "/metrics"}, {"metrics", "/healthz"}, {"metrics", "/metrics"}} {
 		if !c.routes[r.src][r.path] {
 			t.Errorf("route GET %s not found in %s's code", r.path, r.src)
 		}

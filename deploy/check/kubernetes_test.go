@@ -386,8 +386,12 @@ func TestKubernetesManifests(t *testing.T) {
 			if !labels.SelectorFromSet(sv.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
 				t.Errorf("Service %s does not select the pods of %s", sv.Name, where)
 			}
-			if len(sv.Spec.Ports) != 1 || sv.Spec.Ports[0].Name != s.portName || sv.Spec.Ports[0].TargetPort.StrVal != s.portName {
-				t.Errorf("Service %s: ports %+v, want one named %s to the container port %s", sv.Name, sv.Spec.Ports, s.portName, s.portName)
+			want := 1
+			if s.name == "gateway" {
+				want = 2 // and the admin listener's port, checked below
+			}
+			if len(sv.Spec.Ports) != want || sv.Spec.Ports[0].Name != s.portName || sv.Spec.Ports[0].TargetPort.StrVal != s.portName {
+				t.Errorf("Service %s: ports %+v, want %d, the first named %s to the container port %s", sv.Name, sv.Spec.Ports, want, s.portName, s.portName)
 			}
 			if sv.Labels["app.kubernetes.io/component"] != s.name {
 				t.Errorf("Service %s: label component=%s, want %s (it is the job label)", sv.Name, sv.Labels["app.kubernetes.io/component"], s.name)
@@ -395,6 +399,23 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("no Service %s", s.name)
+		}
+	}
+
+	// The gateway's admin listener (admin API, console, /metrics): its container port is the
+	// one SURGE_ADMIN_ADDR opens and the code's default, and its Service forwards to it.
+	gw := m.deployment(t, "gateway").Spec.Template.Spec.Containers[0]
+	if port, ok := containerPort(gw, "admin"); !ok {
+		t.Errorf("Deployment gateway: no container port named admin")
+	} else {
+		listen := m.configValue(t, "SURGE_ADMIN_ADDR")
+		if portOf(t, listen) != int(port) || portOf(t, c.envDefault["ADMIN_ADDR"]) != int(port) || !strings.HasPrefix(listen, "0.0.0.0:") {
+			t.Errorf("Deployment gateway: admin port %d, SURGE_ADMIN_ADDR %s, the code's default %s", port, listen, c.envDefault["ADMIN_ADDR"])
+		}
+	}
+	for _, sv := range m.services {
+		if sv.Name == "gateway" && (len(sv.Spec.Ports) < 2 || sv.Spec.Ports[1].Name != "admin" || sv.Spec.Ports[1].TargetPort.StrVal != "admin") {
+			t.Errorf("Service gateway: ports %+v, want the second named admin to the container port admin", sv.Spec.Ports)
 		}
 	}
 

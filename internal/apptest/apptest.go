@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -46,8 +45,8 @@ func Common(t testing.TB) config.Common {
 	return c
 }
 
-// PutStock sets sku's stock through the admin API of the gateway at url
-// with c (the product, named name at priceCents, is created when
+// PutStock sets sku's stock through the admin API at url (the gateway's
+// admin listener, AdminURL) with c (the product, named name at priceCents, is created when
 // missing), and fails t unless the gateway answers 200.
 func PutStock(t testing.TB, c *http.Client, url, token, sku string, stock int, name string, priceCents int) {
 	t.Helper()
@@ -89,31 +88,35 @@ func WorkerConfig(t testing.TB, c config.Common) app.WorkerConfig {
 	return cfg
 }
 
-// Gateway runs a gateway with cfg on a free local port until cleanup and
-// returns its base URL.
+// Gateway runs a gateway with cfg on free local ports until cleanup and
+// returns its public base URL; AdminURL(g) is its admin listener's.
 func Gateway(t testing.TB, cfg app.GatewayConfig, log *slog.Logger) (string, *app.Gateway) {
 	t.Helper()
+	cfg.HTTPAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
 	ctx, cancel := context.WithCancel(context.Background())
 	g, err := app.NewGateway(ctx, cfg, log)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	if err := g.Listen(); err != nil {
 		cancel()
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx, ln) }()
+	go func() { done <- g.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("gateway run: %v", err)
 		}
 	})
-	return "http://" + ln.Addr().String(), g
+	return "http://" + g.Addr(), g
 }
+
+// AdminURL is the base URL of g's admin listener (the admin API, /metrics,
+// the console).
+func AdminURL(g *app.Gateway) string { return "http://" + g.AdminAddr() }
 
 // Worker runs a worker pool with cfg; the returned func stops it and waits
 // for its shutdown (also done at cleanup).

@@ -15,6 +15,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 
+	"surge/internal/apptest"
 	"surge/internal/testenv"
 	"surge/internal/testkit"
 	"surge/pkg/app"
@@ -212,7 +213,7 @@ func TestPipelineAsServiceUsers(t *testing.T) {
 	cg, cw := asService(t, c, "gateway"), asService(t, c, "worker")
 	url, g := startGatewayConfig(t, app.GatewayConfig{Common: cg, AdminToken: "test-token"})
 	startWorker(t, cw)
-	p := &pipeline{URL: url, Token: "test-token", Stock: g.Stock, Cfg: c, DB: openDB(t, c.MySQL.DSN)}
+	p := &pipeline{URL: url, Admin: apptest.AdminURL(g), Token: "test-token", Stock: g.Stock, Cfg: c, DB: openDB(t, c.MySQL.DSN)}
 	sku := testenv.Unique("users-")
 	p.loadStock(t, sku, 3)
 	hc := newClient(t)

@@ -59,7 +59,8 @@ func benchServer(b *testing.B, tel *telemetry.Tracing) http.Handler {
 		Queue: metrics.Publisher{Next: benchPublisher{}}, Catalog: benchCatalog{}, Log: log}
 	traced(orders, tel, "orders")
 	api := &httpapi.Server{Orders: orders, Log: log}
-	return instrumented(api, nil, tel)
+	public, _ := instrumented(api, nil, tel)
+	return public
 }
 
 // BenchmarkPostOrder is one accepted POST /v1/orders through the

@@ -46,7 +46,7 @@ func TestMariaDBPausedWhileOrdersArrive(t *testing.T) {
 	wcfg := workerConfig(t, c) // production defaults: batches, locks
 	wcfg.OrderTimeout = 3 * time.Second
 	apptest.Worker(t, wcfg, quietLog())
-	p := &pipeline{URL: url, Token: "test-token", DB: openDB(t, c.MySQL.DSN), Stock: g.Stock, Cfg: c}
+	p := &pipeline{URL: url, Admin: apptest.AdminURL(g), Token: "test-token", DB: openDB(t, c.MySQL.DSN), Stock: g.Stock, Cfg: c}
 	sku := testenv.Unique("pause-")
 	p.loadStock(t, sku, 1000)
 
@@ -169,7 +169,7 @@ func TestWorkerKilledMidBatch(t *testing.T) {
 	c.AMQP.RetryDelays = []time.Duration{time.Second, 3 * time.Second, 10 * time.Second}
 	t.Cleanup(func() { apptest.DeleteTopology(c) })
 	url, g := startGateway(t, c)
-	p := &pipeline{URL: url, Token: "test-token", DB: openDB(t, c.MySQL.DSN), Stock: g.Stock, Cfg: c}
+	p := &pipeline{URL: url, Admin: apptest.AdminURL(g), Token: "test-token", DB: openDB(t, c.MySQL.DSN), Stock: g.Stock, Cfg: c}
 	sku := testenv.Unique("kill-")
 	const stock, buyers = 500, 600
 	p.loadStock(t, sku, stock)

@@ -73,7 +73,8 @@ func TestDashboardPanelsMove(t *testing.T) {
 	topo := c.AMQP.Topology()
 	gcfg := apptest.GatewayConfig(t, c, "test-token")
 	gcfg.RateLimit.CustomerRate, gcfg.RateLimit.CustomerBurst = 1, 2
-	url, _ := apptest.Gateway(t, gcfg, quietLog())
+	url, g := apptest.Gateway(t, gcfg, quietLog())
+	admin := apptest.AdminURL(g)
 	// A second gateway whose confirm timeout no broker meets: its orders
 	// are answered outcome_unknown, and settle anyway.
 	slow := apptest.GatewayConfig(t, c, "test-token")
@@ -99,7 +100,7 @@ func TestDashboardPanelsMove(t *testing.T) {
 	hc := apitest.Client(t)
 	sku := testenv.Unique("dash-")
 	testenv.CleanupSKU(t, testenv.Redis(t), sku)
-	apptest.PutStock(t, hc, url, "test-token", sku, 10, "Dashboard item", 900)
+	apptest.PutStock(t, hc, admin, "test-token", sku, 10, "Dashboard item", 900)
 	run := testenv.Unique("dc")
 
 	// The sale: 20 buyers for 10 units.
@@ -142,7 +143,7 @@ func TestDashboardPanelsMove(t *testing.T) {
 	// A second SKU for the retry and the unknown outcome.
 	sku2 := testenv.Unique("dash2-")
 	testenv.CleanupSKU(t, testenv.Redis(t), sku2)
-	apptest.PutStock(t, hc, url, "test-token", sku2, 10, "Dashboard item 2", 900)
+	apptest.PutStock(t, hc, admin, "test-token", sku2, 10, "Dashboard item 2", 900)
 	if a := post(t, hc, slowURL, "slow", orderBody(sku2, 1, run+"-slow")); a.Status != http.StatusServiceUnavailable ||
 		a.Error.Code != "outcome_unknown" {
 		t.Fatalf("the gateway that gets no confirm in time answered %d %s, want 503 outcome_unknown", a.Status, a.Error.Code)

@@ -29,7 +29,7 @@ func dlqCall(t *testing.T, p *pipeline, method, path, body, operator string, out
 
 // adminRequest is an admin API request with the pipeline's token.
 func adminRequest(p *pipeline, method, path, body, operator string) *http.Request {
-	req, _ := http.NewRequest(method, p.URL+path, strings.NewReader(body))
+	req, _ := http.NewRequest(method, p.Admin+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+p.Token)
 	if operator != "" {
 		req.Header.Set("X-Surge-Operator", operator)
@@ -263,7 +263,7 @@ func TestTransientFailureRetriedThenParked(t *testing.T) {
 // get specific answers.
 func TestDeadLetterAPIRefusals(t *testing.T) {
 	p := startPipeline(t)
-	req, _ := http.NewRequest(http.MethodGet, p.URL+"/v1/admin/dlq", nil)
+	req, _ := http.NewRequest(http.MethodGet, p.Admin+"/v1/admin/dlq", nil)
 	resp, err := apitest.Client(t).Do(req)
 	if err != nil {
 		t.Fatal(err)

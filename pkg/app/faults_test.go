@@ -9,6 +9,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"surge/internal/apptest"
 	"surge/internal/testenv"
 	"surge/internal/testkit"
 	"surge/pkg/order"
@@ -61,7 +62,7 @@ func gatewayBehindProxy(t *testing.T) (*pipeline, *testenv.Proxy) {
 	c.AMQP.URL = strings.Replace(c.AMQP.URL, "127.0.0.1:5672", proxy.Addr(), 1)
 	url, g := startGateway(t, c)
 	db := openDB(t, c.MySQL.DSN)
-	return &pipeline{URL: url, Token: "test-token", DB: db, Stock: g.Stock, Cfg: direct}, proxy
+	return &pipeline{URL: url, Admin: apptest.AdminURL(g), Token: "test-token", DB: db, Stock: g.Stock, Cfg: direct}, proxy
 }
 
 // TestBrokerUnreachable: with RabbitMQ cut off, orders get 503 with
@@ -99,7 +100,7 @@ func TestBrokerUnreachable(t *testing.T) {
 func TestBrokerRefuses(t *testing.T) {
 	c := commonConfig(t)
 	url, g := startGateway(t, c)
-	p := &pipeline{URL: url, Token: "test-token", DB: openDB(t, c.MySQL.DSN), Stock: g.Stock, Cfg: c}
+	p := &pipeline{URL: url, Admin: apptest.AdminURL(g), Token: "test-token", DB: openDB(t, c.MySQL.DSN), Stock: g.Stock, Cfg: c}
 	sku := testenv.Unique("refuse-")
 	p.loadStock(t, sku, 5)
 	conn, err := amqp.Dial(c.AMQP.URL)

@@ -31,10 +31,22 @@ type GatewayConfig struct {
 	config.Reconcile
 	// HTTPAddr is SURGE_HTTP_ADDR, default 127.0.0.1:8080.
 	HTTPAddr string `envconfig:"HTTP_ADDR" default:"127.0.0.1:8080"`
-	// AdminToken guards /v1/admin: SURGE_ADMIN_TOKEN (or the file
-	// SURGE_ADMIN_TOKEN_FILE), default "surge-admin", accepted only while
-	// the admin API listens on a loopback address (Validate).
+	// AdminAddr is the admin listener (the admin API, /metrics, the
+	// operations console): SURGE_ADMIN_ADDR, default 127.0.0.1:8081. The
+	// public listener answers none of these.
+	AdminAddr string `envconfig:"ADMIN_ADDR" default:"127.0.0.1:8081"`
+	// AdminToken guards /v1/admin and the console: SURGE_ADMIN_TOKEN (or
+	// the file SURGE_ADMIN_TOKEN_FILE), default "surge-admin", accepted
+	// only while the admin listener is on a loopback address (Validate).
 	AdminToken string `envconfig:"ADMIN_TOKEN" default:"surge-admin" secret:"true"`
+	// ConsoleRedisUser and ConsoleRedisPassword are the Redis user the
+	// console's health page reads each node's INFO as (memory, replica
+	// lag): SURGE_CONSOLE_REDIS_USER / SURGE_CONSOLE_REDIS_PASSWORD, e.g.
+	// surge-ops. Empty: the gateway's own user, which deploy/redis-users.acl
+	// refuses INFO, so the page shows the node map (roles, slots, links)
+	// without memory and lag.
+	ConsoleRedisUser     string `envconfig:"CONSOLE_REDIS_USER"`
+	ConsoleRedisPassword string `envconfig:"CONSOLE_REDIS_PASSWORD" secret:"true"`
 	// PublishChannels is the size of the confirm-mode channel pool:
 	// SURGE_PUBLISH_CHANNELS, default 8.
 	PublishChannels int `envconfig:"PUBLISH_CHANNELS" default:"8"`
@@ -78,9 +90,9 @@ func (c *GatewayConfig) Validate() error {
 	if err := c.Common.Validate(); err != nil {
 		return err
 	}
-	// The admin routes are served on HTTPAddr.
-	if err := config.CheckAdminToken(c.HTTPAddr, c.AdminToken); err != nil {
-		return fmt.Errorf("SURGE_HTTP_ADDR=%s: %w", c.HTTPAddr, err)
+	// The admin API and the console are served on AdminAddr.
+	if err := config.CheckAdminToken(c.AdminAddr, c.AdminToken); err != nil {
+		return fmt.Errorf("SURGE_ADMIN_ADDR=%s: %w", c.AdminAddr, err)
 	}
 	return nil
 }
@@ -93,9 +105,13 @@ type Gateway struct {
 	pub   *queue.Publisher
 	srv   *http.Server
 	tel   *telemetry.Tracing
+	admin *http.Server
+	ln    net.Listener
+	adln  net.Listener
 	Stock *stock.Stock
 
-	products *products
+	products     *products
+	closeConsole func()
 }
 
 // NewGateway opens the engines, declares the topology and builds the
@@ -131,9 +147,10 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 		Queue: metrics.Publisher{Next: pub}, Catalog: catalog{eng.db}, Log: log,
 		SoldOut: hints, OnSoldOutCached: metrics.SoldOutCached, OnOutcomeUnknown: metrics.OutcomeUnknown}
 	traced(orders, tel, topo.Exchange)
+	tracker := &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st}
 	api := &httpapi.Server{
 		Orders:     orders,
-		Status:     &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st},
+		Status:     tracker,
 		Stock:      stockAdmin{&ops.Stock{DB: eng.db, Redis: st}, prods, hints},
 		AdminToken: cfg.AdminToken,
 		Log:        log,
@@ -147,11 +164,17 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st, tel: tel}
 	api.RatePolicies = ratePolicies(cfg.RateLimit)
 	api.OpenAPI = apidoc.OpenAPI
-	g.srv = httpapi.NewHTTPServer(cfg.HTTPAddr, instrumented(api, cfg.CORSOrigins, tel))
-	httpapi.MountDeadLetters(api, &ops.DeadLetters{Queue: ops.QueueDead{Conn: eng.mq, Topology: topo}, DB: eng.db})
+	public, admin := instrumented(api, cfg.CORSOrigins, tel)
+	g.srv = httpapi.NewHTTPServer(cfg.HTTPAddr, public)
+	g.admin = httpapi.NewHTTPServer(cfg.AdminAddr, admin)
+	letters := &ops.DeadLetters{Queue: ops.QueueDead{Conn: eng.mq, Topology: topo}, DB: eng.db}
+	httpapi.MountDeadLetters(api, letters)
 	rec := reconcile.New(eng.redis.ClusterClient, reconcile.StoreLedger{Store: eng.db}, reconcile.Options{
 		Grace: cfg.Grace, Lookback: cfg.Lookback, StateTTL: cfg.IdempotencyTTL, Log: log, Publisher: pub})
-	httpapi.MountReconcile(api, &ops.Reconcile{Rec: rec, DB: eng.db})
+	runs := &ops.Reconcile{Rec: rec, DB: eng.db}
+	httpapi.MountReconcile(api, runs)
+	g.closeConsole = mountConsole(consoleDeps{cfg: cfg, eng: eng, api: api, tracker: tracker, stock: st,
+		letters: letters, rec: runs, log: log})
 	api.Handle("GET /v1/products/{sku}", api.Products(prods))
 	g.products = prods
 	return g, nil
@@ -183,36 +206,65 @@ func reserveClient(eng *engines, waitReplicas int) stock.Client {
 	return eng.fast
 }
 
-// Run serves on ln (or on HTTPAddr when ln is nil) until ctx ends, then
-// shuts down: stop accepting, finish in-flight requests (their publishes
-// and releases), close the publisher, then the engines.
-func (g *Gateway) Run(ctx context.Context, ln net.Listener) error {
-	if ln == nil {
-		var err error
-		if ln, err = net.Listen("tcp", g.cfg.HTTPAddr); err != nil {
+// Listen binds the public listener (HTTPAddr) and the admin one
+// (AdminAddr); Run calls it when it was not called before. A ":0" port
+// takes a free one: Addr and AdminAddr say which.
+func (g *Gateway) Listen() error {
+	ln, err := net.Listen("tcp", g.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", g.cfg.HTTPAddr, err)
+	}
+	adln, err := net.Listen("tcp", g.cfg.AdminAddr)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("listen %s (admin): %w", g.cfg.AdminAddr, err)
+	}
+	g.ln, g.adln = ln, adln
+	return nil
+}
+
+// Addr is the public listener's address, once Listen returned.
+func (g *Gateway) Addr() string { return g.ln.Addr().String() }
+
+// AdminAddr is the admin listener's address, once Listen returned.
+func (g *Gateway) AdminAddr() string { return g.adln.Addr().String() }
+
+// Run serves both listeners (binding them first unless Listen was
+// called) until ctx ends or one fails, then shuts down: stop accepting,
+// finish in-flight requests (their publishes and releases), close the
+// publisher, then the engines.
+func (g *Gateway) Run(ctx context.Context) error {
+	if g.ln == nil {
+		if err := g.Listen(); err != nil {
 			g.close()
-			return fmt.Errorf("listen %s: %w", g.cfg.HTTPAddr, err)
+			return err
 		}
 	}
-	g.log.Info("gateway listening", "addr", ln.Addr().String())
-	errc := make(chan error, 1)
-	go func() { errc <- g.srv.Serve(ln) }()
+	g.log.Info("gateway listening", "addr", g.Addr(), "admin_addr", g.AdminAddr())
+	errc := make(chan error, 2)
+	go func() { errc <- g.srv.Serve(g.ln) }()
+	go func() { errc <- g.admin.Serve(g.adln) }()
 	var err error
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err = g.srv.Shutdown(sctx)
-		cancel()
 	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err = errors.Join(ignoreClosed(err), ignoreClosed(g.srv.Shutdown(sctx)), ignoreClosed(g.admin.Shutdown(sctx)))
+	cancel()
 	g.close()
+	return err
+}
+
+func ignoreClosed(err error) error {
 	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
+		return nil
 	}
 	return err
 }
 
 func (g *Gateway) close() {
+	g.closeConsole()
 	_ = g.pub.Close()
 	g.products.Close()
 	g.eng.close()

@@ -19,7 +19,9 @@ import (
 // pipeline is a gateway and a worker pool wired to the real engines, on
 // their own exchange, queues and database.
 type pipeline struct {
+	// URL is the public listener, Admin the admin one.
 	URL   string
+	Admin string
 	Token string
 	DB    *store.Store
 	Stock *stock.Stock
@@ -72,7 +74,7 @@ func startPipeline(t *testing.T) *pipeline {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	return &pipeline{URL: url, Token: "test-token", DB: db, Stock: g.Stock, Cfg: c, stopW: stopW}
+	return &pipeline{URL: url, Admin: apptest.AdminURL(g), Token: "test-token", DB: db, Stock: g.Stock, Cfg: c, stopW: stopW}
 }
 
 // loadStock sets a new product's stock through the admin API and removes
@@ -86,7 +88,7 @@ func (p *pipeline) loadStock(t *testing.T, sku string, n int) {
 // restock sets a product's stock through the admin API.
 func (p *pipeline) restock(t *testing.T, sku string, n int) {
 	t.Helper()
-	apptest.PutStock(t, apitest.Client(t), p.URL, p.Token, sku, n, "Flash item", 1999)
+	apptest.PutStock(t, apitest.Client(t), p.Admin, p.Token, sku, n, "Flash item", 1999)
 }
 
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

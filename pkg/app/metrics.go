@@ -41,17 +41,20 @@ func customerLimited(records *idem.Records, c ratelimit.Config) gateway.Claimer 
 	return metrics.CustomerLimited{Next: records.Limited(c.CustomerRate, c.CustomerBurst)}
 }
 
-// instrumented builds api's routes, mounts GET /metrics beside them,
-// times every request by route and status, traces it when tracing is on,
-// gives it a request id, and answers browsers on the CORS origins.
-func instrumented(api *httpapi.Server, corsOrigins []string, tel *telemetry.Tracing) http.Handler {
+// instrumented builds api's routes, public and admin, mounts GET /metrics
+// on the admin ones, times every request by route and status, traces the
+// public ones when tracing is on, and gives each a request id; the public
+// routes also answer browsers on the CORS origins (the admin listener
+// allows no other origin).
+func instrumented(api *httpapi.Server, corsOrigins []string, tel *telemetry.Tracing) (public, admin http.Handler) {
 	h := api.Handler()
-	api.Handle("GET /metrics", metrics.Handler())
+	api.HandleAdmin("GET /metrics", metrics.Handler())
 	h = metrics.Middleware(h)
 	if tel.Enabled() {
 		h = tel.HTTP(h)
 	}
-	return httpapi.CORS(corsOrigins, httpapi.RequestIDs(h))
+	public = httpapi.CORS(corsOrigins, httpapi.RequestIDs(h))
+	return public, httpapi.RequestIDs(metrics.Middleware(api.AdminHandler()))
 }
 
 // serveMetrics answers scrapes on ep (nil: none) until the returned func

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"surge/internal/apitest"
+	"surge/internal/apptest"
 	"surge/internal/testenv"
 	"surge/internal/testkit"
 	"surge/pkg/app"
@@ -99,7 +100,7 @@ func TestMetricsMoveWhenOrdersFlow(t *testing.T) {
 		{"surge_cache_requests_total", []string{"result=hit"}, 1},
 		{"surge_cache_rebuilds_total", []string{"result=ok"}, 1},
 	}
-	before := scrape(t, p.URL)
+	before := scrape(t, p.Admin)
 	c := newClient(t)
 	for i := range 5 {
 		a := post(t, c, p.URL, "k-"+itoa(i), orderBody(sku, 1, sku+"-c"+itoa(i)))
@@ -125,7 +126,7 @@ func TestMetricsMoveWhenOrdersFlow(t *testing.T) {
 	// The worker observes an order right after acking it.
 	var after map[string]*dto.MetricFamily
 	testkit.WaitFor(t, "the worker's observations", 10*time.Second, func() (bool, error) {
-		after = scrape(t, p.URL)
+		after = scrape(t, p.Admin)
 		n := series(after, "surge_worker_orders_total", "outcome=invoiced") -
 			max(series(before, "surge_worker_orders_total", "outcome=invoiced"), 0)
 		return n >= 3, nil
@@ -145,11 +146,11 @@ func TestRateLimitAnswers429(t *testing.T) {
 	cfg := app.GatewayConfig{Common: c, AdminToken: "test-token"}
 	cfg.RateLimit.CustomerRate, cfg.RateLimit.CustomerBurst = 0.01, 2 // no refill during the test
 	url, g := startGatewayConfig(t, cfg)
-	p := &pipeline{URL: url, Token: "test-token", Stock: g.Stock, Cfg: c}
+	p := &pipeline{URL: url, Admin: apptest.AdminURL(g), Token: "test-token", Stock: g.Stock, Cfg: c}
 	sku := testenv.Unique("limit-")
 	p.loadStock(t, sku, 10)
 	customer := testenv.Unique("greedy-")
-	before := scrape(t, url)
+	before := scrape(t, p.Admin)
 	hc := newClient(t)
 	for i := range 2 {
 		if a := post(t, hc, url, "k-"+itoa(i), orderBody(sku, 1, customer)); a.Status != http.StatusAccepted {
@@ -176,7 +177,7 @@ func TestRateLimitAnswers429(t *testing.T) {
 	if v.Reserved+v.Sold != 3 || v.Avail != 7 {
 		t.Fatalf("stock %+v, want 3 units taken: the limited order must reserve nothing", v)
 	}
-	after := scrape(t, url)
+	after := scrape(t, p.Admin)
 	d := series(after, "surge_rate_limit_decisions_total", "scope=customer", "decision=limited") -
 		series(before, "surge_rate_limit_decisions_total", "scope=customer", "decision=limited")
 	if d != 1 {

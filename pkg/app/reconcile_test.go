@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"surge/internal/apitest"
+	"surge/internal/apptest"
 	"surge/internal/testenv"
 	"surge/pkg/app"
 	"surge/pkg/config"
@@ -48,7 +49,7 @@ func gatewayOnly(t *testing.T, c config.Common, cfg app.GatewayConfig) *pipeline
 	t.Helper()
 	cfg.Common, cfg.AdminToken = c, "test-token"
 	url, g := startGatewayConfig(t, cfg)
-	return &pipeline{URL: url, Token: "test-token", Stock: g.Stock, Cfg: c, DB: openDB(t, c.MySQL.DSN)}
+	return &pipeline{URL: url, Admin: apptest.AdminURL(g), Token: "test-token", Stock: g.Stock, Cfg: c, DB: openDB(t, c.MySQL.DSN)}
 }
 
 // lostCommit loads a SKU of 5 units through the admin API, then has MySQL
@@ -77,7 +78,7 @@ func TestAdminReconcile(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	resp, err := apitest.Client(t).Post(p.URL+"/v1/admin/reconcile", "application/json", strings.NewReader(`{"skus":["`+sku+`"]}`))
+	resp, err := apitest.Client(t).Post(p.Admin+"/v1/admin/reconcile", "application/json", strings.NewReader(`{"skus":["`+sku+`"]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"surge/pkg/app"
 	"surge/pkg/cluster"
 	"surge/pkg/config"
+	"surge/pkg/stock"
 )
 
 // tlsCluster starts a private Redis Cluster that speaks TLS only (ports
@@ -101,9 +102,10 @@ func TestOrdersOverTLS(t *testing.T) {
 		c := apptest.Common(t)
 		c.Redis = r
 		url, g := apptest.Gateway(t, apptest.GatewayConfig(t, c, "test-token"), quietLog())
+		admin := apptest.AdminURL(g)
 		apptest.Worker(t, apptest.WorkerConfig(t, c), quietLog())
 		sku := testenv.Unique("tls-")
-		apptest.PutStock(t, apitest.Client(t), url, "test-token", sku, 5, "TLS item", 500)
+		apptest.PutStock(t, apitest.Client(t), admin, "test-token", sku, 5, "TLS item", 500)
 
 		hc := newClient(t)
 		var ids []string
@@ -129,10 +131,13 @@ func TestOrdersOverTLS(t *testing.T) {
 				return a.State == "invoiced", err
 			})
 		}
-		v, err := g.Stock.View(context.Background(), sku)
-		if err != nil || v.Sold != 5 || v.Avail != 0 {
-			t.Fatalf("stock on the TLS cluster: %+v, %v; want 5 sold, 0 available", v, err)
-		}
+		// The worker commits Redis right after MySQL: wait for it too.
+		var v stock.View
+		testkit.WaitFor(t, "5 sold, 0 available on the TLS cluster", 15*time.Second, func() (bool, error) {
+			var err error
+			v, err = g.Stock.View(context.Background(), sku)
+			return err == nil && v.Sold == 5 && v.Avail == 0 && v.Reserved == 0, err
+		})
 		shared := testenv.Redis(t)
 		if n, err := shared.Exists(context.Background(), "{sku:"+sku+"}:avail").Result(); err != nil || n != 0 {
 			t.Fatalf("the SKU's keys are on the shared plain-TCP cluster (%d, %v): the orders did not go over TLS", n, err)

@@ -26,7 +26,7 @@ func gatewayWithStallableBroker(t *testing.T) (*pipeline, *testenv.Proxy) {
 	cfg.PublishChannels = 1 // opened by the first order, before any stall
 	url, g := startGatewayConfig(t, cfg)
 	stopW := startWorker(t, c)
-	return &pipeline{URL: url, Token: "test-token", DB: openDB(t, c.MySQL.DSN), Stock: g.Stock, Cfg: c, stopW: stopW}, proxy
+	return &pipeline{URL: url, Admin: apptest.AdminURL(g), Token: "test-token", DB: openDB(t, c.MySQL.DSN), Stock: g.Stock, Cfg: c, stopW: stopW}, proxy
 }
 
 // TestStalledConfirmIsAnUnknownOutcome: the broker takes the order but its
@@ -90,7 +90,7 @@ func TestKeyReusedAfterItsWindow(t *testing.T) {
 	c.IdempotencyTTL = 2 * time.Second
 	url, g := startGateway(t, c)
 	startWorker(t, c)
-	p := &pipeline{URL: url, Token: "test-token", DB: openDB(t, c.MySQL.DSN), Stock: g.Stock, Cfg: c}
+	p := &pipeline{URL: url, Admin: apptest.AdminURL(g), Token: "test-token", DB: openDB(t, c.MySQL.DSN), Stock: g.Stock, Cfg: c}
 	mug, tee := testenv.Unique("reuse-mug-"), testenv.Unique("reuse-tee-")
 	p.loadStock(t, mug, 5)
 	p.loadStock(t, tee, 5)

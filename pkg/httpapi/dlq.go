@@ -27,7 +27,7 @@ const (
 )
 
 // MountDeadLetters mounts the dead-letter routes, behind the admin token,
-// on s (after s.Handler):
+// on s's admin listener (after s.Handler):
 //
 //	GET  /v1/admin/dlq          {"count":N,"dead_letters":[...]}, oldest first
 //	GET  /v1/admin/dlq/{id}     one letter with headers and body; 404 not_found
@@ -40,10 +40,10 @@ const (
 // admin API speaks to operators, not to customers.
 func MountDeadLetters(s *Server, dl DeadLetterAdmin) {
 	h := &dlqHandlers{s: s, dl: dl, now: time.Now}
-	s.Handle("GET /v1/admin/dlq", s.Admin(h.list))
-	s.Handle("GET /v1/admin/dlq/{id}", s.Admin(h.show))
-	s.Handle("POST /v1/admin/dlq/replay", s.Admin(h.replay))
-	s.Handle("POST /v1/admin/dlq/discard", s.Admin(h.discard))
+	s.HandleAdmin("GET /v1/admin/dlq", s.Admin(h.list))
+	s.HandleAdmin("GET /v1/admin/dlq/{id}", s.Admin(h.show))
+	s.HandleAdmin("POST /v1/admin/dlq/replay", s.Admin(h.replay))
+	s.HandleAdmin("POST /v1/admin/dlq/discard", s.Admin(h.discard))
 }
 
 type dlqHandlers struct {

@@ -42,9 +42,9 @@ func (s *scriptedDLQ) Discard(_ context.Context, ids []string, actor string) (op
 
 func dlqServer(t *testing.T, dl *scriptedDLQ) *httptest.Server {
 	s := &Server{AdminToken: "tok", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	h := s.Handler()
+	s.Handler()
 	MountDeadLetters(s, dl)
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(s.AdminHandler())
 	t.Cleanup(srv.Close)
 	return srv
 }

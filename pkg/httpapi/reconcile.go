@@ -38,7 +38,7 @@ const ReconcileBudget = 8 * time.Second
 // "error". Messages are kept whole: the admin API speaks to operators.
 func MountReconcile(s *Server, rc ReconcileAdmin) {
 	h := &reconcileHandler{s: s, rc: rc}
-	s.Handle("POST /v1/admin/reconcile", s.Admin(h.reconcile))
+	s.HandleAdmin("POST /v1/admin/reconcile", s.Admin(h.reconcile))
 }
 
 type reconcileHandler struct {
@@ -52,6 +52,7 @@ func (h *reconcileHandler) reconcile(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err, nil)
 		return
 	}
+	req.Actor = actor(r)
 	ctx, cancel := context.WithTimeout(r.Context(), ReconcileBudget)
 	defer cancel()
 	rep, err := h.rc.Run(ctx, req)

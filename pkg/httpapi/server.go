@@ -1,6 +1,8 @@
 // Package httpapi serves surge's HTTP contract (docs/API.md,
-// api/openapi.yaml): orders, products, the admin API behind a bearer
-// token, health and readiness.
+// api/openapi.yaml) on two listeners: the public one (orders, products,
+// health and readiness, the API document) and the admin one (the admin
+// API behind a bearer token, metrics, the operations console), so that
+// nothing an operator uses is reachable where customers are.
 package httpapi
 
 import (
@@ -44,7 +46,8 @@ type Check struct {
 }
 
 // Server holds the handlers' dependencies. Optional routes (products,
-// dead letters) are mounted by their own Mount functions.
+// dead letters) are mounted by their own Mount functions, public ones with
+// Handle and admin ones with HandleAdmin.
 type Server struct {
 	Orders     Acceptor
 	Status     StatusReader
@@ -62,21 +65,24 @@ type Server struct {
 	// OpenAPI, when set, is served at GET /openapi.yaml.
 	OpenAPI []byte
 
-	log *slog.Logger
-	mux *http.ServeMux
+	log   *slog.Logger
+	mux   *http.ServeMux
+	admux *http.ServeMux
 }
 
-// Handler builds the routes. Call it once, after setting the fields.
+// Handler builds the public routes and the admin ones (AdminHandler).
+// Call it once, after setting the fields.
 func (s *Server) Handler() http.Handler {
 	s.log = s.Log
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	s.mux = http.NewServeMux()
+	s.admux = http.NewServeMux()
 	s.mux.HandleFunc("POST /v1/orders", s.postOrder)
 	s.mux.HandleFunc("GET /v1/orders/{id}", s.getOrder)
-	s.mux.HandleFunc("PUT /v1/admin/stock/{sku}", s.admin(s.putStock))
-	s.mux.HandleFunc("GET /v1/admin/stock/{sku}", s.admin(s.getStock))
+	s.admux.HandleFunc("PUT /v1/admin/stock/{sku}", s.admin(s.putStock))
+	s.admux.HandleFunc("GET /v1/admin/stock/{sku}", s.admin(s.getStock))
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -90,8 +96,17 @@ func (s *Server) Handler() http.Handler {
 	return s.mux
 }
 
-// Handle mounts an extra route (products, dead letters, metrics).
+// AdminHandler is the admin listener's routes, built by Handler: the admin
+// API and whatever HandleAdmin mounted (metrics, the console). Anything
+// else is 404 there, the public routes included.
+func (s *Server) AdminHandler() http.Handler { return s.admux }
+
+// Handle mounts an extra public route (products).
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// HandleAdmin mounts an extra route on the admin listener (dead letters,
+// reconcile, metrics, the console). The caller decides how it is guarded.
+func (s *Server) HandleAdmin(pattern string, h http.Handler) { s.admux.Handle(pattern, h) }
 
 // Admin wraps h with the bearer-token check, for routes mounted later.
 func (s *Server) Admin(h http.HandlerFunc) http.HandlerFunc { return s.admin(h) }

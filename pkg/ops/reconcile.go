@@ -40,6 +40,8 @@ type Reconcile struct {
 type ReconcileRequest struct {
 	SKUs   []string `json:"skus"`
 	DryRun bool     `json:"dry_run"`
+	// Actor is who asks, recorded with each repair ("" is the schedule).
+	Actor string `json:"-"`
 }
 
 // Validate checks every SKU's syntax.
@@ -75,6 +77,9 @@ func (s *Reconcile) Run(ctx context.Context, req ReconcileRequest) (reconcile.Re
 		case err != nil:
 			return reconcile.Report{}, fmt.Errorf("check sku=%s in MySQL: %w: %w", sku, order.ErrUnavailable, err)
 		}
+	}
+	if req.Actor != "" {
+		ctx = reconcile.WithOperator(ctx, req.Actor)
 	}
 	rep := s.Rec.Run(ctx, req.DryRun, skus...)
 	return rep, reportError(rep)

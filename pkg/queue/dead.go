@@ -118,19 +118,32 @@ func ReplayDead(ctx context.Context, conn *Conn, topo Topology, ids []string,
 }
 
 // DiscardDead removes the dead letters with the given ids and returns the
-// ids removed, in queue order; the others stay, in order. Unknown ids fail
-// the call with order.ErrNotFound, changing nothing.
+// ids removed, in queue order; the others stay, in order. Each letter
+// leaves the dead queue only once the broker confirmed its copy in the
+// discarded queue (Topology.DiscardedQueue), which keeps it DiscardedTTL
+// for RestoreDiscarded. Unknown ids fail the call with order.ErrNotFound,
+// changing nothing.
 func DiscardDead(ctx context.Context, conn *Conn, topo Topology, ids []string) ([]string, error) {
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("discard dead letters: %w: no ids given", order.ErrInvalid)
 	}
+	topo = topo.WithDefaults()
+	if err := ensureDiscarded(conn, topo); err != nil {
+		return nil, fmt.Errorf("discard dead letters: %w", err)
+	}
+	pub := newPublisher(conn, topo, PublisherOptions{Channels: 1})
+	defer pub.Close()
 	var removed []string
 	err := withDeadLetters(ctx, conn, topo, func(b *deadBatch) error {
 		selected, err := b.selectLetters(ids, nil)
 		if err != nil {
 			return err
 		}
+		now := time.Now()
 		for _, it := range selected {
+			if err := pub.PublishRaw(ctx, "", topo.DiscardedQueue(), keptCopy(it, now)); err != nil {
+				return fmt.Errorf("keep a copy of %s: %w", it.letter.ID, err)
+			}
 			if err := b.remove(it); err != nil {
 				return fmt.Errorf("discard %s: %w", it.letter.ID, err)
 			}

@@ -222,6 +222,35 @@ func TestDiscardDead(t *testing.T) {
 	if n := depth(t, conn, topo.Queue); n != 0 {
 		t.Errorf("work queue holds %d, want 0", n)
 	}
+
+	// The discarded queue keeps both, as they were; one restored is parked
+	// again, last, with its id, reason and attempts.
+	kept, err := ListDiscarded(context.Background(), conn, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 2 || kept[0].ID != ids[1] || kept[1].ID != ids[3] ||
+		kept[0].Reason != order.ReasonUnknownSKU || kept[0].Attempts != 1 || kept[0].Headers[HeaderDiscardedAt] == nil {
+		t.Fatalf("kept copies = %+v, want %s and %s with their headers", kept, ids[1], ids[3])
+	}
+	if _, err := RestoreDiscarded(context.Background(), conn, topo, []string{"01NOSUCH"}); !errors.Is(err, order.ErrNotFound) {
+		t.Errorf("restore of an unknown id: %v, want not found", err)
+	}
+	restored, err := RestoreDiscarded(context.Background(), conn, topo, []string{ids[3]})
+	if err != nil || len(restored) != 1 || restored[0] != ids[3] {
+		t.Fatalf("restore = %v, %v", restored, err)
+	}
+	dead, err := ListDead(context.Background(), conn, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dead) != 4 || dead[3].ID != ids[3] || dead[3].Reason != order.ReasonUnknownSKU || dead[3].Attempts != 1 ||
+		dead[3].Headers[HeaderDiscardedAt] != nil {
+		t.Errorf("after restore, dead letters = %+v", dead)
+	}
+	if got := depth(t, conn, topo.DiscardedQueue()); got != 1 {
+		t.Errorf("discarded queue holds %d, want 1", got)
+	}
 }
 
 // A message the worker never settles exceeds the delivery limit and is

@@ -183,6 +183,9 @@ func (t Topology) Declare(ch *amqp.Channel) error {
 	if err := declareBound(ch, t.DeadQueue, dead, t.DeadExchange, t.RoutingKey); err != nil {
 		return err
 	}
+	if err := declareDiscarded(ch, t); err != nil {
+		return err
+	}
 	work := quorumArgs(t.DeadExchange)
 	work["x-delivery-limit"] = int64(t.DeliveryLimit)
 	if err := declareBound(ch, t.Queue, work, t.Exchange, t.RoutingKey); err != nil {
@@ -247,7 +250,7 @@ func declareOnChannel(conn *Conn, t Topology) error {
 func (t Topology) Delete(ch *amqp.Channel) error {
 	t = t.WithDefaults()
 	var errs []error
-	queues := append([]string{t.Queue, t.DeadQueue}, t.RetryQueues()...)
+	queues := append([]string{t.Queue, t.DeadQueue, t.DiscardedQueue()}, t.RetryQueues()...)
 	for _, q := range queues {
 		if _, err := ch.QueueDelete(q, false, false, false); err != nil {
 			errs = append(errs, fmt.Errorf("delete queue %s: %w", q, err))

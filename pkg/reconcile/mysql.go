@@ -33,9 +33,10 @@ func (l StoreLedger) SKUs(ctx context.Context) ([]string, error) {
 	return skus, nil
 }
 
-// RecordRepair logs a repair in reconcile_repairs.
+// RecordRepair logs a repair in reconcile_repairs, under the operator ctx
+// names (WithOperator), or as the schedule's.
 func (l StoreLedger) RecordRepair(ctx context.Context, sku string, found, changed any, dryRun bool) error {
-	return l.Store.RecordRepair(ctx, sku, found, changed, dryRun)
+	return l.Store.RecordRepairBy(ctx, sku, found, changed, dryRun, Operator(ctx))
 }
 
 // Snapshot reads the product, the orders among ids, the orders invoiced

@@ -64,7 +64,7 @@ func (s *Store) SetStock(ctx context.Context, sku string, stock int, name *strin
 		if priceCents != nil {
 			p.PriceCents = *priceCents
 		}
-		_, err = tx.ExecContext(ctx, "UPDATE products SET stock = ?, name = ?, price_cents = ? WHERE sku = ?",
+		_, err = tx.ExecContext(ctx, "UPDATE products SET stock = ?, name = ?, price_cents = ?, loaded_at = NOW(3) WHERE sku = ?",
 			p.Stock, p.Name, p.PriceCents, sku)
 		if err != nil {
 			return fmt.Errorf("update product sku=%s: %w", sku, err)

@@ -1,7 +1,9 @@
 // Command gateway serves surge's HTTP API: it reserves stock in Redis
 // Cluster and publishes accepted orders to RabbitMQ.
 //
-//	gateway           serve on SURGE_HTTP_ADDR (default 127.0.0.1:8080)
+//	gateway           serve the public API on SURGE_HTTP_ADDR (default
+//	                  127.0.0.1:8080), the admin API, /metrics and the
+//	                  console on SURGE_ADMIN_ADDR (default 127.0.0.1:8081)
 //	gateway migrate   apply the MySQL migrations and exit
 //	gateway --version print the version, VCS revision and Go version
 //
@@ -35,7 +37,7 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		return g.Run(ctx, nil)
+		return g.Run(ctx)
 	case args[0] == "migrate":
 		return app.Migrate(ctx, cfg.MySQL.DSN, os.Stdout)
 	}

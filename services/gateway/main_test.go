@@ -21,7 +21,8 @@ func TestRefusesWeakAdminTokenOffLoopback(t *testing.T) {
 		{"0.0.0.0:0", "too-short", "SURGE_ADMIN_TOKEN has 9 characters, fewer than 16"},
 	}
 	for _, c := range cases {
-		t.Setenv("SURGE_HTTP_ADDR", c.addr)
+		t.Setenv("SURGE_HTTP_ADDR", "127.0.0.1:0")
+		t.Setenv("SURGE_ADMIN_ADDR", c.addr)
 		if c.token == "" {
 			os.Unsetenv("SURGE_ADMIN_TOKEN")
 		} else {
@@ -33,7 +34,7 @@ func TestRefusesWeakAdminTokenOffLoopback(t *testing.T) {
 		if err == nil {
 			t.Fatalf("%s with token %q: the gateway ran", c.addr, c.token)
 		}
-		for _, w := range []string{c.want, "SURGE_HTTP_ADDR=" + c.addr, "not a loopback address",
+		for _, w := range []string{c.want, "SURGE_ADMIN_ADDR=" + c.addr, "not a loopback address",
 			"SURGE_ADMIN_TOKEN_FILE", "openssl rand -hex 32"} {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("%s with token %q: %v\nwant it to say %q", c.addr, c.token, err, w)
@@ -49,8 +50,11 @@ func TestRefusalExitCode(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "SURGE_HTTP_ADDR=0.0.0.0:0", "SURGE_ADMIN_TOKEN=surge-admin")
+	// Bounded: a gateway that wrongly starts would otherwise serve forever.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Env = append(os.Environ(), "SURGE_HTTP_ADDR=127.0.0.1:0", "SURGE_ADMIN_ADDR=0.0.0.0:0", "SURGE_ADMIN_TOKEN=surge-admin")
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {

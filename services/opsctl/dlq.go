@@ -16,6 +16,8 @@ const dlqUsage = `opsctl dlq list [--json]
        opsctl dlq show ID [--json]
        opsctl dlq replay (ID... | --reason R | --since T | --all) [--dry-run] [--json]
        opsctl dlq discard ID... [--json]
+       opsctl dlq discarded [--json]
+       opsctl dlq restore ID... [--json]
 flags:
   --json      print JSON
   --reason R  replay: the letters parked with this reason (malformed, unknown_sku,
@@ -24,21 +26,23 @@ flags:
               duration back from now (90m)
   --all       replay: every dead letter
   --dry-run   replay: show what would be replayed, change nothing
-Replays and discards are recorded with $SURGE_OPERATOR, or the OS user when it is unset.`
+A discarded letter is kept 30 days (dlq discarded) and can be parked again (dlq restore).
+Replays, discards and restores are recorded with $SURGE_OPERATOR, or the OS user when it
+is unset.`
 
 func init() {
-	commands["dlq"] = command{"list, show, replay or discard dead letters (opsctl dlq --help)", dlqUsage, runDLQ}
+	commands["dlq"] = command{"list, show, replay, discard or restore dead letters (opsctl dlq --help)", dlqUsage, runDLQ}
 }
 
 func runDLQ(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
-		return usagef("dlq: want list, show, replay or discard\nusage: %s", dlqUsage)
+		return usagef("dlq: want list, show, replay, discard, discarded or restore\nusage: %s", dlqUsage)
 	}
 	action, args := args[0], args[1:]
 	switch action {
-	case "list", "show", "replay", "discard":
+	case "list", "show", "replay", "discard", "discarded", "restore":
 	default:
-		return usagef("dlq: unknown action %q (want list, show, replay or discard)", action)
+		return usagef("dlq: unknown action %q (want list, show, replay, discard, discarded or restore)", action)
 	}
 	fs := flag.NewFlagSet("dlq "+action, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -58,6 +62,16 @@ func runDLQ(ctx context.Context, e *env, args []string) error {
 	switch action {
 	case "list", "show":
 		return dlqRead(ctx, e, action, ids, *asJSON)
+	case "discarded":
+		if len(ids) > 0 {
+			return usagef("dlq discarded takes no arguments")
+		}
+		return dlqDiscarded(ctx, e, *asJSON)
+	case "restore":
+		if len(ids) == 0 {
+			return usagef("dlq restore: name the discarded letters to restore (dlq discarded shows their ids)")
+		}
+		return dlqRestore(ctx, e, ids, *asJSON)
 	case "replay":
 		if since != "" {
 			if req.Since, err = ops.ParseSince(since, time.Now()); err != nil {
@@ -132,6 +146,41 @@ func dlqDiscard(ctx context.Context, e *env, ids []string, asJSON bool) error {
 		return err
 	}
 	rep, err := svc.Discard(ctx, ids, actor)
+	return printReport(e, rep, err, asJSON)
+}
+
+// dlqDiscarded lists the kept copies of discarded letters.
+func dlqDiscarded(ctx context.Context, e *env, asJSON bool) error {
+	svc, err := deadLetters(ctx, e)
+	if err != nil {
+		return err
+	}
+	kept, err := svc.Discarded(ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return e.printJSON(kept)
+	}
+	letters := make([]ops.Letter, len(kept))
+	for i, k := range kept {
+		letters[i] = k.Letter
+	}
+	printLetters(e.out, letters)
+	return nil
+}
+
+// dlqRestore parks discarded letters again.
+func dlqRestore(ctx context.Context, e *env, ids []string, asJSON bool) error {
+	actor, err := operator()
+	if err != nil {
+		return err
+	}
+	svc, err := deadLetters(ctx, e)
+	if err != nil {
+		return err
+	}
+	rep, err := svc.Restore(ctx, ids, actor)
 	return printReport(e, rep, err, asJSON)
 }
 

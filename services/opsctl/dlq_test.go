@@ -121,6 +121,15 @@ func TestDLQCommands(t *testing.T) {
 	if code, out, _ = opsctl("dlq", "list"); code != exitOK || !strings.Contains(out, "no dead letters") {
 		t.Errorf("list after replay and discard: exit %d\n%s", code, out)
 	}
+	if code, out, _ = opsctl("dlq", "discarded"); code != exitOK || !strings.Contains(out, junk) {
+		t.Errorf("discarded: exit %d, want %s kept\n%s", code, junk, out)
+	}
+	if code, out, _ = opsctl("dlq", "restore", junk); code != exitOK || !strings.Contains(out, "restored") {
+		t.Errorf("restore: exit %d\n%s", code, out)
+	}
+	if code, out, _ = opsctl("dlq", "list"); code != exitOK || !strings.Contains(out, junk) {
+		t.Errorf("list after restore: exit %d, want %s parked again\n%s", code, junk, out)
+	}
 }
 
 // TestDLQMistakes: each mistake gets its exit code and a message on
@@ -133,7 +142,7 @@ func TestDLQMistakes(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"no action", []string{"dlq"}, exitUsage, "want list, show, replay or discard"},
+		{"no action", []string{"dlq"}, exitUsage, "want list, show, replay, discard, discarded or restore"},
 		{"unknown action", []string{"dlq", "purge"}, exitUsage, `unknown action "purge"`},
 		{"unknown flag", []string{"dlq", "list", "--all"}, exitUsage, "flag provided but not defined"},
 		{"replay without selection", []string{"dlq", "replay"}, exitUsage, "say what to replay"},

@@ -62,6 +62,9 @@ func runReconcile(ctx context.Context, e *env, args []string) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
+	// The repairs are recorded under the operator, as dead-letter actions
+	// are; one who cannot be named runs as the schedule would.
+	req.Actor, _ = operator()
 	svc, err := reconciler(ctx, e)
 	if err != nil {
 		return notRun(err)

@@ -27,13 +27,17 @@ const adminToken = "test-token"
 // pipeline is a gateway and a worker pool on the real engines, on their
 // own queue names and database, and the origin the gateway's CORS allows.
 type pipeline struct {
-	API   string // the gateway's base URL
+	API   string // the gateway's base URL (public listener)
+	Admin string // the gateway's admin listener (admin API, console)
 	Page  string // the checkout, served from an allowed origin
 	DB    *store.Store
 	Stock *stock.Stock
 	// StartWorker starts the worker pool (startPipeline does, unless
 	// told not to).
 	StartWorker func()
+	// Cfg is the engines' configuration (queue names, database).
+	Cfg     config.Common
+	Gateway *app.Gateway
 }
 
 // servePage serves the checkout from a new origin (another port) until
@@ -77,7 +81,8 @@ func startPipeline(t *testing.T, o options) (*pipeline, *testenv.Proxy) {
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	api, g := apptest.Gateway(t, cfg, log)
-	p := &pipeline{API: api, Page: page, Stock: g.Stock}
+	p := &pipeline{API: api, Admin: apptest.AdminURL(g), Page: page, Stock: g.Stock}
+	p.Cfg, p.Gateway = c, g
 	p.StartWorker = func() { apptest.Worker(t, apptest.WorkerConfig(t, c), log) }
 	if !o.NoWorker {
 		p.StartWorker()
@@ -96,7 +101,7 @@ func startPipeline(t *testing.T, o options) (*pipeline, *testenv.Proxy) {
 func (p *pipeline) loadStock(t *testing.T, sku string, n int) {
 	t.Helper()
 	testenv.CleanupSKU(t, testenv.Redis(t), sku)
-	apptest.PutStock(t, http.DefaultClient, p.API, adminToken, sku, n, "Limited sneaker", 12900)
+	apptest.PutStock(t, http.DefaultClient, p.Admin, adminToken, sku, n, "Limited sneaker", 12900)
 }
 
 // checkoutURL is the page at base for customer, against the gateway;

@@ -28,7 +28,8 @@ const adminToken = "chaos-token"
 // use.
 type pipeline struct {
 	t     *testing.T
-	url   string
+	url   string // the gateway's public listener
+	admin string // its admin listener
 	cfg   config.Common
 	db    *store.Store
 	redis *cluster.Client
@@ -61,7 +62,9 @@ func startPipeline(t *testing.T) *pipeline {
 	}
 	t.Cleanup(func() { apptest.DeleteTopology(c) })
 	p := &pipeline{t: t, cfg: c}
-	p.url, _ = apptest.Gateway(t, apptest.GatewayConfig(t, c, adminToken), logger())
+	var g *app.Gateway
+	p.url, g = apptest.Gateway(t, apptest.GatewayConfig(t, c, adminToken), logger())
+	p.admin = apptest.AdminURL(g)
 	wcfg := apptest.WorkerConfig(t, c)
 	wcfg.Prefetch, wcfg.Concurrency = 64, 16
 	apptest.Worker(t, wcfg, logger())
@@ -94,7 +97,7 @@ func newClusterClient(t *testing.T) *cluster.Client {
 // operations would before a sale.
 func (p *pipeline) loadStock(sku string, n int) {
 	p.t.Helper()
-	apptest.PutStock(p.t, apiClient(p.t), p.url, adminToken, sku, n, "Chaos item", 500)
+	apptest.PutStock(p.t, apiClient(p.t), p.admin, adminToken, sku, n, "Chaos item", 500)
 }
 
 // slot is the cluster slot of sku's keys.

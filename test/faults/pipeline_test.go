@@ -36,8 +36,10 @@ type pipeline struct {
 	gateways []*proc
 	workers  []*proc
 	urls     []string
-	rdb      *redis.ClusterClient
-	db       *sql.DB
+	// adminURLs are the gateways' admin listeners, by index.
+	adminURLs []string
+	rdb       *redis.ClusterClient
+	db        *sql.DB
 }
 
 func startPipeline(t *testing.T, eng *engines, run int) *pipeline {
@@ -89,10 +91,16 @@ func (p *pipeline) addGateway(i int) {
 	if err != nil {
 		p.t.Fatal(err)
 	}
+	adminPort, err := freePort()
+	if err != nil {
+		p.t.Fatal(err)
+	}
 	g := p.newProc(fmt.Sprintf("gateway%d", i), "gateway")
-	g.env = append(g.env, fmt.Sprintf("SURGE_HTTP_ADDR=127.0.0.1:%d", port))
+	g.env = append(g.env, fmt.Sprintf("SURGE_HTTP_ADDR=127.0.0.1:%d", port),
+		fmt.Sprintf("SURGE_ADMIN_ADDR=127.0.0.1:%d", adminPort))
 	p.gateways = append(p.gateways, g)
 	p.urls = append(p.urls, fmt.Sprintf("http://127.0.0.1:%d", port))
+	p.adminURLs = append(p.adminURLs, fmt.Sprintf("http://127.0.0.1:%d", adminPort))
 }
 
 func (p *pipeline) newProc(name, program string) *proc {
@@ -152,10 +160,11 @@ func (p *pipeline) waitReady(timeout time.Duration) error {
 	})
 }
 
-// putStock sets sku's stock through gateway gw's admin API.
+// putStock sets sku's stock through gateway gw's admin API (its admin
+// listener).
 func (p *pipeline) putStock(ctx context.Context, gw int, sku string, stock int) (int, error) {
 	body := fmt.Sprintf(`{"stock":%d,"name":"Fault item","price_cents":700}`, stock)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, p.urls[gw]+"/v1/admin/stock/"+sku, strings.NewReader(body))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, p.adminURLs[gw]+"/v1/admin/stock/"+sku, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	resp, err := (&http.Client{Timeout: 15 * time.Second}).Do(req)
 	if err != nil {

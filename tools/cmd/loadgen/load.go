@@ -23,13 +23,13 @@ import (
 
 // loadFlags are the flags of loadgen run.
 type loadFlags struct {
-	url, sku, label, runID, queue, pids, jsonOut string
-	profiles, profileDir                         string
-	profileSeconds                               int
-	qty, stock                                   int
-	opts                                         loadgen.Options
-	check, stockView, redisAudit, quiet          bool
-	sample, drainTimeout, redisSettle            time.Duration
+	url, adminURL, sku, label, runID, queue, pids, jsonOut string
+	profiles, profileDir                                   string
+	profileSeconds                                         int
+	qty, stock                                             int
+	opts                                                   loadgen.Options
+	check, stockView, redisAudit, quiet                    bool
+	sample, drainTimeout, redisSettle                      time.Duration
 }
 
 func parseLoadFlags(cfg loadgenConfig, args []string, stderr io.Writer) (loadFlags, error) {
@@ -37,6 +37,7 @@ func parseLoadFlags(cfg loadgenConfig, args []string, stderr io.Writer) (loadFla
 	fs := flag.NewFlagSet("loadgen run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.url, "url", "http://"+cfg.HTTPAddr, "server to load (default from SURGE_HTTP_ADDR)")
+	fs.StringVar(&f.adminURL, "admin-url", "http://"+cfg.AdminAddr, "its admin API, for -stock and -stock-view (default from SURGE_ADMIN_ADDR)")
 	fs.StringVar(&f.sku, "sku", "", "SKU to order (required)")
 	fs.IntVar(&f.qty, "qty", 1, "units per order")
 	fs.IntVar(&f.stock, "stock", -1, "load this stock through the admin API first (-1: leave it)")
@@ -85,7 +86,7 @@ func runLoad(ctx context.Context, cfg loadgenConfig, args []string, stdout, stde
 		Orders: &loadgen.Orders{Client: loadgen.NewOrderClient(max(f.opts.Concurrency, 1)), BaseURL: url, SKU: f.sku,
 			Qty: f.qty, RunID: f.runID, Window: order.Window(time.Now(), cfg.IdempotencyTTL)},
 		Stock:        f.stock,
-		StockAPI:     loadgen.StockAPI{Client: client, BaseURL: url, Token: cfg.AdminToken},
+		StockAPI:     loadgen.StockAPI{Client: client, BaseURL: strings.TrimSuffix(f.adminURL, "/"), Token: cfg.AdminToken},
 		StockView:    f.stockView,
 		DrainTimeout: f.drainTimeout,
 		SampleEvery:  f.sample,

@@ -41,6 +41,9 @@ type loadgenConfig struct {
 	config.Common
 	// HTTPAddr is the gateway loaded by default: SURGE_HTTP_ADDR.
 	HTTPAddr string `envconfig:"HTTP_ADDR" default:"127.0.0.1:8080"`
+	// AdminAddr is its admin listener, where stock is loaded:
+	// SURGE_ADMIN_ADDR.
+	AdminAddr string `envconfig:"ADMIN_ADDR" default:"127.0.0.1:8081"`
 	// AdminToken authorises the stock loads: SURGE_ADMIN_TOKEN (or the
 	// file SURGE_ADMIN_TOKEN_FILE).
 	AdminToken string `envconfig:"ADMIN_TOKEN" default:"surge-admin" secret:"true"`

@@ -1,0 +1,129 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sort"
+	"time"
+
+	"surge/pkg/ops"
+	"surge/pkg/order"
+	"surge/pkg/reconcile"
+	"surge/pkg/stock"
+	"surge/pkg/store"
+)
+
+// recentOrders is how many of a SKU's orders its page lists.
+const recentOrders = 20
+
+type skuData struct {
+	Row          boardRow
+	Reservations []heldRow
+	Orders       []store.OrderRow
+	OrdersError  string
+	Result       *reconcileResult
+}
+
+type heldRow struct {
+	OrderID    string
+	Qty        int
+	CustomerID string
+	ReservedAt time.Time
+}
+
+// reconcileResult is a reconcile run as a page shows it: the plan (a dry
+// run) or what was done.
+type reconcileResult struct {
+	Report reconcile.Report
+	Error  string
+}
+
+func (c *Console) skuData(ctx context.Context, sku string) (skuData, error) {
+	if err := order.ValidateSKU(sku); err != nil {
+		return skuData{}, err
+	}
+	rep, err := c.Stock.Show(ctx, sku)
+	if err != nil {
+		return skuData{}, err
+	}
+	p := store.LoadedProduct{Product: store.Product{SKU: sku}}
+	if rep.MySQL != nil {
+		p.Product = *rep.MySQL
+	}
+	d := skuData{Row: c.row(p, rep, nil), Reservations: held(rep.Redis)}
+	if d.Orders, err = c.Store.RecentOrders(ctx, sku, recentOrders); err != nil {
+		d.OrdersError = err.Error()
+	}
+	return d, nil
+}
+
+// held lists the open reservations, oldest first.
+func held(v stock.View) []heldRow {
+	out := make([]heldRow, 0, len(v.Reservations))
+	for id, h := range v.Reservations {
+		out = append(out, heldRow{OrderID: id, Qty: h.Qty, CustomerID: h.CustomerID, ReservedAt: h.ReservedAt})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ReservedAt.Before(out[j].ReservedAt) })
+	if len(out) > 50 {
+		out = out[:50]
+	}
+	return out
+}
+
+func (c *Console) sku(w http.ResponseWriter, r *http.Request, s *session) {
+	d, err := c.skuData(r.Context(), r.PathValue("sku"))
+	if err != nil {
+		c.fail(w, s, statusOf(err), err)
+		return
+	}
+	c.render(w, http.StatusOK, "sku.html", s, "SKU "+d.Row.SKU, "board", d)
+}
+
+func (c *Console) skuJSON(w http.ResponseWriter, r *http.Request, s *session) {
+	d, err := c.skuData(r.Context(), r.PathValue("sku"))
+	if err != nil {
+		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, d.Row)
+}
+
+// reconcileSKU runs the reconciler on one SKU, a dry run unless the form
+// says run, and shows the SKU with the report.
+func (c *Console) reconcileSKU(w http.ResponseWriter, r *http.Request, s *session) {
+	sku := r.PathValue("sku")
+	res := c.runReconcile(r.Context(), []string{sku}, r.PostFormValue("mode") != "run", s)
+	d, err := c.skuData(r.Context(), sku)
+	if err != nil {
+		c.fail(w, s, statusOf(err), err)
+		return
+	}
+	d.Result = &res
+	c.render(w, http.StatusOK, "sku.html", s, "SKU "+sku, "board", d)
+}
+
+func (c *Console) runReconcile(ctx context.Context, skus []string, dryRun bool, s *session) reconcileResult {
+	ctx, cancel := context.WithTimeout(ctx, 8*time.Second)
+	defer cancel()
+	rep, err := c.Reconcile.Run(ctx, ops.ReconcileRequest{SKUs: skus, DryRun: dryRun, Actor: s.Operator})
+	res := reconcileResult{Report: rep}
+	if err != nil {
+		res.Error = err.Error()
+	}
+	c.Log.Info("console: reconcile", "operator", s.Operator, "skus", skus, "dry_run", dryRun, "err", err)
+	return res
+}
+
+// statusOf maps the domain's errors to the page's status.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, order.ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, order.ErrNotFound), errors.Is(err, order.ErrUnknownSKU):
+		return http.StatusNotFound
+	case errors.Is(err, order.ErrConflict):
+		return http.StatusConflict
+	}
+	return http.StatusServiceUnavailable
+}
