@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what surge needs to run locally on Debian, and only what is missing:
 # Redis (server + redis-cli), RabbitMQ, MariaDB, foreman (runs the Procfile), curl, and
-# Chromium (headless, for the checkout page's browser tests in test/browser).
+# Chromium (headless, for the checkout page's browser tests in test/browser), HAProxy (the load
+# balancer of deploy/fleet.sh).
 # Go is not installed here: the script only checks that it is present and new enough.
 set -euo pipefail
 
@@ -21,7 +22,8 @@ mariadbd mariadb-server
 mariadb mariadb-client
 foreman ruby-foreman
 curl curl
-chromium chromium"
+chromium chromium
+haproxy haproxy"
 
 missing=()
 while read -r program package; do
@@ -30,7 +32,7 @@ while read -r program package; do
 done <<<"$needed"
 
 if ((${#missing[@]} == 0)); then
-	log "redis, rabbitmq, mariadb, foreman, curl and chromium are already installed"
+	log "redis, rabbitmq, mariadb, foreman, curl, chromium and haproxy are already installed"
 else
 	command -v apt-get >/dev/null || {
 		log "error: missing ${missing[*]} and apt-get is not available; install them by hand"
