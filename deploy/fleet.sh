@@ -6,7 +6,17 @@
 #   deploy/fleet.sh down     stop every fleet process, delete the namespaces, the links and
 #                            the bridge; data and logs under var/fleet/ are removed on the next up
 #   deploy/fleet.sh status   hosts, their processes, the Redis Cluster, RabbitMQ, HAProxy
-#   deploy/fleet.sh env      the SURGE_ variables a client of the fleet uses (tests source it)
+#   deploy/fleet.sh env      the SURGE_ variables a client of the fleet uses (tests read it)
+#
+# Faults, for test/fleet (HOST is h1..h3, gw1, gw2, wk1, wk2, db, lb):
+#   cut HOST | heal HOST     take the host's link down / up (its processes keep running)
+#   lose HOST                the host is gone: link down, then every process of it killed
+#   revive HOST              link up, and a lost gateway or worker host's service started again
+#   kill-rabbit HOST         SIGKILL the host's RabbitMQ node; start-rabbit HOST restarts it
+#   rabbit-leader QUEUE      the host whose node leads the quorum queue QUEUE
+#   wait-healthy             wait until every host answers: Redis Cluster ok on each master with
+#                            three replicas linked, three RabbitMQ nodes, both gateways UP in HAProxy
+#   exec HOST CMD...         run CMD in HOST with the fleet's SURGE_ variables
 #
 # The subnet 10.213.7.0/24 exists only on the bridge surge-br0: no host has a default route,
 # nothing is forwarded off the machine. The root namespace holds 10.213.7.1 (checks and
@@ -287,14 +297,35 @@ start_service() {
 	in_ns "$h" env "${env[@]}" SURGE_LOG_LEVEL=info SURGE_PPROF_ADDR= \
 		SURGE_TRUSTED_PROXIES="${ADDR[lb]}/32" SURGE_HTTP_ADDR="${ADDR[$h]}:8080" \
 		SURGE_WORKER_METRICS_ADDR="${ADDR[$h]}:9101" SURGE_RECONCILE_METRICS_ADDR="${ADDR[$h]}:9102" \
-		SURGE_RECONCILE_GRACE=3s GOMAXPROCS=2 \
+		SURGE_RECONCILE_GRACE=3s SURGE_RECONCILE_EVERY=5s GOMAXPROCS=2 \
 		setsid "$@" >>"$DIR/$h/$name.log" 2>&1 </dev/null &
 }
 
 ready() { curl -fsS -m 2 "http://$1:8080/readyz"; }
 
+# start_host HOST starts the surge service of a gateway, worker or database host; each
+# gateway and worker dials its own RabbitMQ node first.
+start_host() {
+	case $1 in
+	gw1) start_service gw1 gateway h1 "$REPO_ROOT/bin/gateway" ;;
+	gw2) start_service gw2 gateway h2 "$REPO_ROOT/bin/gateway" ;;
+	wk1) start_service wk1 worker h2 "$REPO_ROOT/bin/worker" ;;
+	wk2) start_service wk2 worker h3 "$REPO_ROOT/bin/worker" ;;
+	db) start_service db reconciler h3 "$REPO_ROOT/bin/reconciler" serve ;;
+	*) die "$1 runs no surge service" ;;
+	esac
+}
+
+wait_host() {
+	case $1 in
+	gw*) wait_for "gateway on $1" ready "${ADDR[$1]}" ;;
+	wk*) wait_for "worker on $1" curl -fsS -m 2 "http://${ADDR[$1]}:9101/metrics" ;;
+	db) wait_for "reconciler on $1" curl -fsS -m 2 "http://${ADDR[$1]}:9102/metrics" ;;
+	esac
+}
+
 services_up() {
-	[[ -x $REPO_ROOT/bin/gateway && -x $REPO_ROOT/bin/worker && -x $REPO_ROOT/bin/opsctl ]] ||
+	[[ -x $REPO_ROOT/bin/gateway && -x $REPO_ROOT/bin/worker && -x $REPO_ROOT/bin/reconciler ]] ||
 		die "bin/ is not built: run make build"
 	local -a env
 	mapfile -t env < <(redis_amqp_mysql_env h1)
@@ -302,14 +333,11 @@ services_up() {
 		die "migrate: $(tail -n 5 "$DIR/db/migrate.log")"
 	# The first gateway declares the topology, on its first broker (h1): every queue of the
 	# flow is a quorum queue with a member on each of the three nodes.
-	start_service gw1 gateway h1 "$REPO_ROOT/bin/gateway"
-	wait_for "gateway on gw1" ready "${ADDR[gw1]}"
-	start_service gw2 gateway h2 "$REPO_ROOT/bin/gateway"
-	start_service wk1 worker h2 "$REPO_ROOT/bin/worker"
-	start_service wk2 worker h3 "$REPO_ROOT/bin/worker"
-	wait_for "gateway on gw2" ready "${ADDR[gw2]}"
-	for h in wk1 wk2; do wait_for "worker on $h" curl -fsS -m 2 "http://${ADDR[$h]}:9101/metrics"; done
-	log "gateways on ${ADDR[gw1]} ${ADDR[gw2]}, workers on ${ADDR[wk1]} ${ADDR[wk2]}"
+	start_host gw1
+	wait_host gw1
+	for h in gw2 wk1 wk2 db; do start_host "$h"; done
+	for h in gw2 wk1 wk2 db; do wait_host "$h"; done
+	log "gateways on ${ADDR[gw1]} ${ADDR[gw2]}, workers on ${ADDR[wk1]} ${ADDR[wk2]}, reconciler on ${ADDR[db]}"
 }
 
 haproxy_up() {
@@ -374,6 +402,92 @@ cmd_up() {
 	log "fleet up in $((SECONDS - started))s: $(cmd_env | grep FLEET_URL)"
 }
 
+# ---- faults ----------------------------------------------------------------------------------
+
+host_arg() {
+	[[ -n ${1:-} && -n ${ADDR[$1]:-} ]] || die "unknown host '${1:-}' (want one of $HOSTS)"
+}
+
+cmd_cut() { ip link set "$(ns "$1")" down; }
+cmd_heal() { ip link set "$(ns "$1")" up; }
+
+cmd_lose() {
+	cmd_cut "$1"
+	local pids
+	pids=$(ip netns pids "$(ns "$1")" | tr '\n' ' ')
+	# shellcheck disable=SC2086
+	[[ -z ${pids// /} ]] || kill -KILL $pids 2>/dev/null || true
+}
+
+cmd_revive() {
+	cmd_heal "$1"
+	case $1 in
+	gw* | wk* | db)
+		start_host "$1"
+		wait_host "$1"
+		;;
+	esac
+}
+
+cmd_kill_rabbit() {
+	local pid
+	pid=$(cat "$DIR/$1/rabbitmq/pid")
+	kill -KILL "$pid"
+	while [[ -d /proc/$pid ]]; do sleep 0.1; done
+}
+
+cmd_start_rabbit() {
+	start_rabbit "$1"
+	rabbit_wait "$1"
+	wait_for "the RabbitMQ cluster of 3 nodes" rabbit_clustered
+}
+
+cmd_rabbit_leader() {
+	local h leader
+	for h in $DATA_HOSTS; do
+		leader=$(rabbitmqctl_on "$h" -q list_queues --no-table-headers name leader 2>/dev/null |
+			awk -v q="$1" '$1 == q {print $2}') && [[ -n $leader ]] && break
+	done
+	[[ -n ${leader:-} ]] || die "no leader found for $1"
+	for h in $DATA_HOSTS; do [[ $leader == "$(rabbit_node "$h")" ]] && echo "$h" && return; done
+	die "leader $leader is no fleet node"
+}
+
+cluster_ok_everywhere() {
+	local h
+	for h in $DATA_HOSTS; do
+		for p in 7000 7001; do
+			redis_cli -h "${ADDR[$h]}" -p $p cluster info | grep -q '^cluster_state:ok' || return 1
+		done
+	done
+	[[ $(redis_cli -h "${ADDR[h1]}" -p 7000 cluster nodes | grep -c ' slave ' || true) == 3 ]] || return 1
+	for h in $DATA_HOSTS; do
+		for p in 7000 7001; do
+			if redis_cli -h "${ADDR[$h]}" -p $p info replication | grep -q '^role:slave'; then
+				redis_cli -h "${ADDR[$h]}" -p $p info replication | grep -q 'master_link_status:up' || return 1
+			fi
+		done
+	done
+}
+
+backends_up() {
+	[[ $(curl -fsS -m 2 "http://${ADDR[lb]}:8404/stats;csv" | awk -F, '$1=="gateways" && $2 ~ /^gw/ && $18=="UP"' | wc -l) == 2 ]]
+}
+
+cmd_wait_healthy() {
+	wait_for "the Redis Cluster to be whole" cluster_ok_everywhere
+	wait_for "the RabbitMQ cluster of 3 nodes" rabbit_clustered
+	wait_for "both gateways UP in HAProxy" backends_up
+}
+
+cmd_exec() {
+	local h=$1
+	shift
+	local -a env
+	mapfile -t env < <(cmd_env)
+	in_ns "$h" env "${env[@]}" SURGE_LOG_LEVEL=warn "$@"
+}
+
 # ---- down and status -------------------------------------------------------------------------
 
 fleet_namespaces() { ip netns list 2>/dev/null | awk '{print $1}' | grep '^surge-' || true; }
@@ -433,8 +547,19 @@ up) cmd_up ;;
 down) cmd_down ;;
 status) cmd_status ;;
 env) cmd_env ;;
+cut | heal | lose | revive | kill-rabbit | start-rabbit)
+	host_arg "${2:-}"
+	"cmd_${1//-/_}" "$2"
+	;;
+rabbit-leader) cmd_rabbit_leader "${2:?queue}" ;;
+wait-healthy) cmd_wait_healthy ;;
+exec)
+	host_arg "${2:-}"
+	shift
+	cmd_exec "$@"
+	;;
 *)
-	echo "usage: $0 up|down|status|env" >&2
+	echo "usage: $0 up|down|status|env|cut|heal|lose|revive|kill-rabbit|start-rabbit HOST|rabbit-leader QUEUE" >&2
 	exit 2
 	;;
 esac
