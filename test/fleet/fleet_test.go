@@ -200,8 +200,10 @@ func buyerClient(addr string) *http.Client {
 // buyer buys one unit after another, each with a fresh key, retrying the
 // same key on answers that are not final, until the SKU is sold out.
 func (s *sale) buyer(ctx context.Context, c *http.Client, url, name string) {
+	// Customers are the sale's own: a key reused with another SKU is 422.
+	tag := s.sku[max(0, len(s.sku)-12):]
 	for n := 0; ctx.Err() == nil; n++ {
-		customer := fmt.Sprintf("%s-%05d", name, n)
+		customer := fmt.Sprintf("%s-%s-%05d", tag, name, n)
 		if soldOut := s.purchase(ctx, c, url, customer); soldOut {
 			return
 		}
@@ -280,6 +282,16 @@ func (s *sale) unavailable() time.Duration {
 		gap = max(gap, ts[i].Sub(ts[i-1]))
 	}
 	return gap
+}
+
+func (s *sale) answersCopy() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := make(map[string]int, len(s.answers))
+	for k, n := range s.answers {
+		c[k] = n
+	}
+	return c
 }
 
 func (s *sale) acceptedIDs() []string {
@@ -431,6 +443,11 @@ func (f *fleet) check(t *testing.T, s *sale, drainFor time.Duration) {
 	if !v.Consistent() || v.Sold != prod.Sold || v.Stock != s.units || v.Reserved != 0 {
 		t.Errorf("Redis after reconcile: stock %d avail %d reserved %d sold %d; MySQL sold %d of %d",
 			v.Stock, v.Avail, v.Reserved, v.Sold, prod.Sold, s.units)
+	}
+	for k, n := range s.answersCopy() {
+		if strings.HasPrefix(k, "4") && k != "409" && k != "429" {
+			t.Errorf("%d answers %s: a buyer's order was refused", n, k)
+		}
 	}
 	if len(ids) == 0 || counts["invoiced"] == 0 {
 		t.Errorf("the sale sold nothing")
