@@ -14,6 +14,7 @@
 #   revive HOST              link up, and a lost gateway or worker host's service started again
 #   kill-rabbit HOST         SIGKILL the host's RabbitMQ node; start-rabbit HOST restarts it
 #   rabbit-leader QUEUE      the host whose node leads the quorum queue QUEUE
+#   rabbit-unacked HOST      deliveries the broker has handed to HOST's channels, not yet acked
 #   wait-healthy             wait until every host answers: Redis Cluster ok on each master with
 #                            three replicas linked, three RabbitMQ nodes, both gateways UP in HAProxy
 #   exec HOST CMD...         run CMD in HOST with the fleet's SURGE_ variables
@@ -453,6 +454,16 @@ cmd_rabbit_leader() {
 	die "leader $leader is no fleet node"
 }
 
+cmd_rabbit_unacked() {
+	local h
+	for h in $DATA_HOSTS; do
+		# A channel's name starts with its client's address: "10.213.7.31:40112 -> ...".
+		rabbitmqctl_on "$h" -q list_channels --no-table-headers name messages_unacknowledged 2>/dev/null |
+			awk -v ip="${ADDR[$1]}" 'index($1, ip ":") == 1 {n += $NF} END {print n + 0}' && return
+	done
+	die "no RabbitMQ node answered"
+}
+
 cluster_ok_everywhere() {
 	local h
 	for h in $DATA_HOSTS; do
@@ -547,7 +558,7 @@ up) cmd_up ;;
 down) cmd_down ;;
 status) cmd_status ;;
 env) cmd_env ;;
-cut | heal | lose | revive | kill-rabbit | start-rabbit)
+cut | heal | lose | revive | kill-rabbit | start-rabbit | rabbit-unacked)
 	host_arg "${2:-}"
 	"cmd_${1//-/_}" "$2"
 	;;
