@@ -16,7 +16,8 @@
 #   rabbit-leader QUEUE      the host whose node leads the quorum queue QUEUE
 #   rabbit-unacked HOST      deliveries the broker has handed to HOST's channels, not yet acked
 #   wait-healthy             wait until every host answers: Redis Cluster ok on each master with
-#                            three replicas linked, three RabbitMQ nodes, both gateways UP in HAProxy
+#                            three replicas linked (and each host's :7000 its master again),
+#                            three RabbitMQ nodes, both gateways UP in HAProxy
 #   exec HOST CMD...         run CMD in HOST with the fleet's SURGE_ variables
 #
 # The subnet 10.213.7.0/24 exists only on the bridge surge-br0: no host has a default route,
@@ -362,9 +363,14 @@ defaults
 	option redispatch
 	option forwardfor
 
+# /readyz takes a gateway out when it cannot reach Redis, RabbitMQ or MySQL. When no gateway is
+# ready the cause is shared by all (a Redis master failing over): taking every one out would
+# only turn their answers (202 for the SKUs on healthy masters, a truthful 503 for the others)
+# into HAProxy's own 503, so requests then go to the gateways whose process is up (/healthz).
 frontend orders
 	bind ${ADDR[lb]}:8080
-	default_backend gateways
+	use_backend gateways if { nbsrv(gateways) gt 0 }
+	default_backend gateways_alive
 
 frontend stats
 	bind ${ADDR[lb]}:8404
@@ -374,6 +380,14 @@ frontend stats
 backend gateways
 	balance roundrobin
 	option httpchk GET /readyz
+	http-check expect status 200
+	default-server inter 500ms fastinter 250ms downinter 500ms fall 2 rise 2
+	server gw1 ${ADDR[gw1]}:8080 check
+	server gw2 ${ADDR[gw2]}:8080 check
+
+backend gateways_alive
+	balance roundrobin
+	option httpchk GET /healthz
 	http-check expect status 200
 	default-server inter 500ms fastinter 250ms downinter 500ms fall 2 rise 2
 	server gw1 ${ADDR[gw1]}:8080 check
@@ -485,7 +499,25 @@ backends_up() {
 	[[ $(curl -fsS -m 2 "http://${ADDR[lb]}:8404/stats;csv" | awk -F, '$1=="gateways" && $2 ~ /^gw/ && $18=="UP"' | wc -l) == 2 ]]
 }
 
+# masters_home puts each host's master back on its :7000: after a failover the promoted replica
+# shares a host with that host's own master, and cutting that host would take two of three
+# masters, the cluster's majority, with it. CLUSTER FAILOVER on the old master (now a replica)
+# swaps the roles without losing a write.
+masters_home() {
+	local h
+	for h in $DATA_HOSTS; do
+		if redis_cli -h "${ADDR[$h]}" -p 7000 role | head -n 1 | grep -q slave; then
+			log "giving the master role back to ${ADDR[$h]}:7000"
+			redis_ok -h "${ADDR[$h]}" -p 7000 cluster failover || die "CLUSTER FAILOVER on $h refused"
+			wait_for "${ADDR[$h]}:7000 to be a master again" master_at "$h"
+		fi
+	done
+}
+master_at() { redis_cli -h "${ADDR[$1]}" -p 7000 role | head -n 1 | grep -q master; }
+
 cmd_wait_healthy() {
+	wait_for "the Redis Cluster to be whole" cluster_ok_everywhere
+	masters_home
 	wait_for "the Redis Cluster to be whole" cluster_ok_everywhere
 	wait_for "the RabbitMQ cluster of 3 nodes" rabbit_clustered
 	wait_for "both gateways UP in HAProxy" backends_up
