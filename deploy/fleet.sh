@@ -155,7 +155,7 @@ redis_ok() { [[ $(redis_cli "$@" 2>&1) == OK ]]; }
 cluster_ok() { redis_cli -h "${ADDR[h1]}" -p 7000 cluster info | grep -q '^cluster_state:ok'; }
 replicas_linked() {
 	local n
-	n=$(redis_cli -h "${ADDR[h1]}" -p 7000 cluster nodes | grep -c ' slave ' || true)
+	n=$(redis_cli -h "${ADDR[h1]}" -p 7000 cluster nodes | grep -cE '[ ,]slave ' || true)
 	[[ $n == 3 ]] || return 1
 	for h in $DATA_HOSTS; do
 		redis_cli -h "${ADDR[$h]}" -p 7001 info replication | grep -q 'master_link_status:up' || return 1
@@ -485,7 +485,7 @@ cluster_ok_everywhere() {
 			redis_cli -h "${ADDR[$h]}" -p $p cluster info | grep -q '^cluster_state:ok' || return 1
 		done
 	done
-	[[ $(redis_cli -h "${ADDR[h1]}" -p 7000 cluster nodes | grep -c ' slave ' || true) == 3 ]] || return 1
+	[[ $(redis_cli -h "${ADDR[h1]}" -p 7000 cluster nodes | grep -cE '[ ,]slave ' || true) == 3 ]] || return 1
 	for h in $DATA_HOSTS; do
 		for p in 7000 7001; do
 			if redis_cli -h "${ADDR[$h]}" -p $p info replication | grep -q '^role:slave'; then

@@ -1,11 +1,5 @@
 //go:build fleet
 
-// Package fleet runs sales through the fleet of deploy/fleet.sh (hosts as
-// network namespaces, HAProxy in front of two gateways, a three-node
-// RabbitMQ cluster, Redis masters on three hosts) while a host, a broker
-// node or a link fails, and checks each sale at the end: every 202
-// invoiced once, nothing oversold, Redis equal to MySQL after a
-// reconcile. `make test-fleet` brings the fleet up before and down after.
 package fleet
 
 import (
