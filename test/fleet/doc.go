@@ -6,5 +6,6 @@
 // the host holding the SKU's Redis master. Each checks the sale at the end
 // (every 202 invoiced once, nothing oversold, Redis equal to MySQL after a
 // reconcile) and prints its figures: time without a final answer, answers
-// by status, orders lost.
+// by status, orders lost. The files run in the order (s1..s4):
+// the first kills the leader on a fresh fleet, where a gateway uses it.
 package fleet
