@@ -10,6 +10,10 @@
 #   make test-faults the randomized fault test (build tag `faults`): private engines, the real
 #                    binaries, a sale under random faults, its history checked against the
 #                    promise to buyers; SURGE_FAULTS_SEED replays a run, SURGE_FAULTS_RUNS=n
+#   make test-fleet  the fleet on one machine (deploy/fleet.sh: hosts as network namespaces,
+#                    HAProxy, a three-node RabbitMQ, Redis masters on three hosts; root) and
+#                    the scenario tests behind the `fleet` build tag; the fleet is brought
+#                    down afterwards, pass or fail
 #   make bench       surge vs the naive SQL path and the engines' ceilings (deploy/bench.sh):
 #                    one table, var/bench/results.json and plots; see BENCH.md
 #   make bench-go    the packages' Go benchmarks (go test -bench)
@@ -39,7 +43,7 @@ CHAOS_PKGS = $(shell grep -rlE --include='*.go' --exclude-dir=var --exclude-dir=
 FOREMAN_PID := $(VAR)/foreman.pid
 FOREMAN_LOG := $(VAR)/log/foreman.log
 
-.PHONY: build up down deps engines migrate users procs-start procs-stop test test-chaos test-alerts chaos test-faults bench bench-go smoke \
+.PHONY: build up down deps engines migrate users procs-start procs-stop test test-chaos test-alerts chaos test-faults test-fleet bench bench-go smoke \
 	image test-image test-deploy fmt vet status clean
 
 # build compiles every services/<name> main package into bin/<name>, and the tooling's
@@ -159,6 +163,15 @@ chaos:
 FAULTS_TIMEOUT ?= 20m
 test-faults:
 	$(GO) test -tags faults -count=1 -v -timeout $(FAULTS_TIMEOUT) ./test/faults/
+
+# test-fleet runs from a stopped machine state and leaves nothing behind: `down` first (a
+# fleet left by an interrupted run), up, the tests one at a time (each breaks the fleet and
+# heals it), down whatever happened.
+FLEET_TIMEOUT ?= 12m
+test-fleet: build
+	deploy/fleet.sh down
+	@trap 'deploy/fleet.sh down' EXIT; deploy/fleet.sh up && \
+		$(GO) test -tags fleet -count=1 -p 1 -v -timeout $(FLEET_TIMEOUT) ./test/fleet/
 
 bench: engines build
 	deploy/bench.sh

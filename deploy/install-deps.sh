@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what surge needs to run locally on Debian, and only what is missing:
 # Redis (server + redis-cli), RabbitMQ, MariaDB, foreman (runs the Procfile), curl,
-# Chromium (headless, for the checkout page's browser tests in test/browser) and promtool
-# (Debian ships it in the prometheus package; make test-alerts runs deploy/alerts_test.yml
-# with it; on a machine with systemd the package also enables a Prometheus server on :9090).
+# Chromium (headless, for the checkout page's browser tests in test/browser), HAProxy (the load
+# balancer of deploy/fleet.sh) and promtool (Debian ships it in the prometheus package; make
+# test-alerts runs deploy/alerts_test.yml with it; on a machine with systemd the package also
+# enables a Prometheus server on :9090).
 # Go is not installed here: the script only checks that it is present and new enough.
 #
 #   deploy/install-deps.sh           what `make up` and the tests need
@@ -28,7 +29,8 @@ mariadb mariadb-client
 foreman ruby-foreman
 curl curl
 chromium chromium
-promtool prometheus"
+promtool prometheus
+haproxy haproxy"
 
 if [[ "${1:-}" == buildah ]]; then needed="buildah buildah"; fi
 

@@ -79,6 +79,11 @@ type GatewayConfig struct {
 	// https://shop.example) allowed to call the API: SURGE_CORS_ORIGINS,
 	// comma-separated, default none.
 	CORSOrigins []string `envconfig:"CORS_ORIGINS"`
+	// TrustedProxies are the load balancers in front of the gateway, as
+	// CIDRs or addresses: SURGE_TRUSTED_PROXIES, comma-separated, default
+	// none. Only for a request from one of them does the per-IP limit
+	// use the client address of X-Forwarded-For (httpapi.ClientIP).
+	TrustedProxies []string `envconfig:"TRUSTED_PROXIES"`
 	// Tracing is the test's span recorder, if any (SURGE_OTLP_ENDPOINT
 	// is in Common).
 	Tracing
@@ -117,6 +122,10 @@ type Gateway struct {
 // NewGateway opens the engines, declares the topology and builds the
 // HTTP server.
 func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gateway, error) {
+	trusted, err := httpapi.ParseTrustedProxies(cfg.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("SURGE_TRUSTED_PROXIES: %w", err)
+	}
 	eng, err := openEngines(ctx, cfg.Common, "gateway", log)
 	if err != nil {
 		return nil, err
@@ -161,6 +170,7 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 		},
 	}
 	api.IPLimit = ipLimit(eng.fast, cfg.RateLimit)
+	api.TrustedProxies = trusted
 	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st, tel: tel}
 	api.RatePolicies = ratePolicies(cfg.RateLimit)
 	api.OpenAPI = apidoc.OpenAPI

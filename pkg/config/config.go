@@ -69,7 +69,9 @@ func (r Redis) TLSConfig() *tls.Config { return r.tls }
 // AMQP locates RabbitMQ and names the topology.
 type AMQP struct {
 	// URL is SURGE_AMQP_URL (or the file SURGE_AMQP_URL_FILE), default
-	// amqp://guest:guest@127.0.0.1:5672/.
+	// amqp://guest:guest@127.0.0.1:5672/: one URL, or the nodes of one
+	// cluster comma-separated (each client dials them in turn and moves to
+	// the next one when its node is lost).
 	URL string `envconfig:"AMQP_URL" default:"amqp://guest:guest@127.0.0.1:5672/" secret:"true"`
 	// Exchange, Queue and DeadQueue override the names operators rely on
 	// (README: orders, orders.created, orders.dead; tests use their own);

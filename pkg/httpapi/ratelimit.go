@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -65,14 +64,4 @@ func seconds(d time.Duration) int { return max(int(math.Ceil(d.Seconds())), 1) }
 // setRetryAfter sets Retry-After to after in whole seconds, at least 1.
 func setRetryAfter(w http.ResponseWriter, after time.Duration) {
 	w.Header().Set("Retry-After", strconv.Itoa(seconds(after)))
-}
-
-// clientIP is the address the request came from. X-Forwarded-For is not
-// trusted: any client could set it to escape its limit.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }

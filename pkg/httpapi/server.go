@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -59,6 +60,10 @@ type Server struct {
 	// Retry-After). Nil means no limit. The per-customer limit is Orders'
 	// (an error wrapping order.ErrRateLimited, answered the same way).
 	IPLimit Limiter
+	// TrustedProxies are the proxies whose X-Forwarded-For the per-IP
+	// limit believes (see ClientIP). None means the peer's address is
+	// the client's.
+	TrustedProxies []netip.Prefix
 	// RatePolicies describe the budgets by scope ("customer", "ip") for
 	// the RateLimit-Policy header of a 429.
 	RatePolicies map[string]RatePolicy
@@ -163,7 +168,7 @@ func (s *Server) postOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")
-	if limited := s.overLimit(r, s.IPLimit, clientIP(r)); limited != nil {
+	if limited := s.overLimit(r, s.IPLimit, ClientIP(r, s.TrustedProxies)); limited != nil {
 		s.writeError(w, r, s.Orders.Refused(r.Context(), o, key, limited))
 		return
 	}

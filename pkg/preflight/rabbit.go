@@ -46,9 +46,19 @@ func GatherRabbit(ctx context.Context, opts RabbitOptions) RabbitFacts {
 	}
 	topo := opts.Topology.WithDefaults()
 	f := RabbitFacts{Depth: map[string][2]int{}, Work: topo.Queue, Dead: topo.DeadQueue}
-	conn, err := amqp.DialConfig(opts.URL, amqp.Config{Dial: amqp.DefaultDial(opts.Timeout)})
-	if err != nil {
+	// SURGE_AMQP_URL may list a cluster's nodes: the first that answers.
+	var conn *amqp.Connection
+	var err error
+	for _, u := range queue.SplitURLs(opts.URL) {
+		if conn, err = amqp.DialConfig(u, amqp.Config{Dial: amqp.DefaultDial(opts.Timeout)}); err == nil {
+			break
+		}
+	}
+	if conn == nil {
 		f.Err = err
+		if f.Err == nil {
+			f.Err = fmt.Errorf("SURGE_AMQP_URL names no broker")
+		}
 		return f
 	}
 	defer conn.Close()

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,7 +28,10 @@ var ErrClosed = errors.New("rabbitmq connection closed")
 // Conn hands out plain channels and its users open new ones after a
 // close: the Publisher and Consumer of this package do.
 type Conn struct {
-	url  string
+	// urls are the broker's nodes; dials go to urls[next], and move on
+	// to the following node after a failed dial or a lost connection.
+	urls []string
+	next int // used by one dial at a time: Dial, then keepUp's redial
 	opts dialOptions
 
 	mu     sync.Mutex
@@ -78,18 +83,35 @@ func WithLogger(l *slog.Logger) DialOption {
 }
 
 // Dial connects to url once, then keeps the connection up until Close.
-// When the first attempt fails (within ctx and the dial timeout) it
-// returns an error wrapping order.ErrUnavailable.
+// url may name several nodes of one cluster, comma-separated (see
+// SplitURLs): the first attempt tries each in turn, and a lost connection
+// is redialed to the next one, so a client follows the cluster when the
+// node it used goes away. When every first attempt fails (within ctx and
+// the dial timeout) it returns an error wrapping order.ErrUnavailable.
 func Dial(ctx context.Context, url string, opts ...DialOption) (*Conn, error) {
 	o := dialOptions{name: "surge", dialTimeout: 5 * time.Second,
 		minBackoff: 100 * time.Millisecond, maxBackoff: 5 * time.Second, logger: slog.Default()}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	c := &Conn{url: url, opts: o, up: make(chan struct{}), quit: make(chan struct{})}
-	conn, err := c.dial(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("dial rabbitmq: %w: %w", order.ErrUnavailable, err)
+	c := &Conn{urls: SplitURLs(url), opts: o, up: make(chan struct{}), quit: make(chan struct{})}
+	if len(c.urls) == 0 {
+		return nil, fmt.Errorf("dial rabbitmq: %w: no URL", order.ErrUnavailable)
+	}
+	var conn *amqp.Connection
+	var errs []error
+	for range c.urls {
+		var err error
+		if conn, err = c.dial(ctx); err == nil {
+			break
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if conn == nil {
+		return nil, fmt.Errorf("dial rabbitmq: %w: %w", order.ErrUnavailable, errors.Join(errs...))
 	}
 	c.setConn(conn) // usable as soon as Dial returns
 	c.wg.Add(1)
@@ -97,8 +119,28 @@ func Dial(ctx context.Context, url string, opts ...DialOption) (*Conn, error) {
 	return c, nil
 }
 
-// dial makes one connection attempt, abandoned when ctx ends.
-func (c *Conn) dial(ctx context.Context) (*amqp.Connection, error) {
+// SplitURLs splits SURGE_AMQP_URL's comma-separated list of the nodes of
+// one cluster, dropping empty entries.
+func SplitURLs(s string) []string {
+	var urls []string
+	for _, u := range strings.Split(s, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	return urls
+}
+
+// dial makes one connection attempt to the current node, abandoned when
+// ctx ends; a failure moves on to the next node.
+func (c *Conn) dial(ctx context.Context) (conn *amqp.Connection, err error) {
+	url := c.urls[c.next]
+	defer func() {
+		if err != nil {
+			c.next = (c.next + 1) % len(c.urls)
+			err = fmt.Errorf("%s: %w", brokerHost(url), err)
+		}
+	}()
 	type result struct {
 		conn *amqp.Connection
 		err  error
@@ -110,7 +152,7 @@ func (c *Conn) dial(ctx context.Context) (*amqp.Connection, error) {
 			Heartbeat:  10 * time.Second,
 			Properties: amqp.Table{"connection_name": c.opts.name},
 		}
-		conn, err := amqp.DialConfig(c.url, cfg)
+		conn, err := amqp.DialConfig(url, cfg)
 		res <- result{conn, err}
 	}()
 	select {
@@ -143,7 +185,9 @@ func (c *Conn) keepUp(conn *amqp.Connection) {
 			if !c.setConn(nil) {
 				return
 			}
-			c.opts.logger.Warn("rabbitmq connection lost", "error", err)
+			c.opts.logger.Warn("rabbitmq connection lost", "node", brokerHost(c.urls[c.next]), "error", err)
+			// The node may be gone: try the next one first.
+			c.next = (c.next + 1) % len(c.urls)
 		}
 		conn = c.redial()
 	}
@@ -217,7 +261,7 @@ func (c *Conn) redial() *amqp.Connection {
 		conn, err := c.dial(ctx)
 		cancel()
 		if err == nil {
-			c.opts.logger.Info("rabbitmq connection restored")
+			c.opts.logger.Info("rabbitmq connection restored", "node", brokerHost(c.urls[c.next]))
 			return conn
 		}
 		c.opts.logger.Warn("rabbitmq redial failed", "error", err, "next_in", backoff)
@@ -322,4 +366,12 @@ func (c *Conn) Close() error {
 		return fmt.Errorf("close rabbitmq connection: %w", err)
 	}
 	return nil
+}
+
+// brokerHost is the host:port of an AMQP URL, without the credentials.
+func brokerHost(u string) string {
+	if p, err := url.Parse(u); err == nil && p.Host != "" {
+		return p.Host
+	}
+	return "rabbitmq"
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -75,13 +76,19 @@ func (e *env) AMQP(ctx context.Context) (*queue.Conn, error) {
 	return e.mq, nil
 }
 
-// brokerAddr is the host:port of an AMQP URL, without the credentials.
-func brokerAddr(url string) string {
-	u, err := amqp.ParseURI(url)
-	if err != nil {
-		return "an unparsable URL"
+// brokerAddr is the host:port of each node of SURGE_AMQP_URL, without the
+// credentials.
+func brokerAddr(urls string) string {
+	var addrs []string
+	for _, url := range queue.SplitURLs(urls) {
+		u, err := amqp.ParseURI(url)
+		if err != nil {
+			addrs = append(addrs, "an unparsable URL")
+			continue
+		}
+		addrs = append(addrs, fmt.Sprintf("%s:%d", u.Host, u.Port))
 	}
-	return fmt.Sprintf("%s:%d", u.Host, u.Port)
+	return strings.Join(addrs, ",")
 }
 
 // Stock returns the Redis stock scripts.
