@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -20,18 +21,28 @@ import (
 // without reading any configuration. It sets the services'
 // garbage-collector defaults first (gc.go).
 func Main(name string, run func(ctx context.Context, args []string) error) {
+	MainCode(name, func(ctx context.Context, args []string, _, stderr io.Writer) int {
+		if err := run(ctx, args); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			return 1
+		}
+		return 0
+	})
+}
+
+// MainCode is Main for a command whose exit codes say more than failed or
+// not (reconciler once): run prints what it has to say and returns the
+// process's exit code.
+func MainCode(name string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) int) {
 	if version.IsFlag(os.Args[1:]) {
 		_ = version.Print(os.Stdout, name)
 		return
 	}
 	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:])
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
-		os.Exit(1)
-	}
+	os.Exit(code)
 }
 
 // ServeProfiles serves net/http/pprof on SURGE_PPROF_ADDR when it is set

@@ -34,7 +34,22 @@ type engines struct {
 	db   *store.Store
 }
 
-func openEngines(ctx context.Context, c config.Common, name string, log *slog.Logger) (*engines, error) {
+// needs says what a service asks of the engines beyond a connection to
+// each. The zero value is the gateway's and the worker's: the broker must
+// answer and the order topology is declared.
+type needs struct {
+	// brokerOptional leaves mq nil, with a warning, when RabbitMQ cannot
+	// be reached (a one-off reconcile still repairs without it).
+	brokerOptional bool
+	// noDeclare skips declaring the topology (the reconciler only
+	// publishes to the exchange; its user may configure nothing).
+	noDeclare bool
+}
+
+// openEngines is the one opener of every daemon's engines: the Redis
+// Cluster with the scripts loaded and its autopipeliner, MySQL with the
+// configured pool, RabbitMQ named after the service.
+func openEngines(ctx context.Context, c config.Common, name string, log *slog.Logger, n needs) (*engines, error) {
 	e := &engines{}
 	e.redis = cluster.New(c.Redis.Options())
 	if err := stock.LoadScripts(ctx, e.redis.ClusterClient); err != nil {
@@ -54,11 +69,18 @@ func openEngines(ctx context.Context, c config.Common, name string, log *slog.Lo
 	}
 	e.db = db
 	mq, err := queue.Dial(ctx, c.AMQP.URL, queue.WithConnectionName("surge-"+name), queue.WithLogger(log))
-	if err != nil {
+	switch {
+	case err != nil && n.brokerOptional:
+		log.Warn("rabbitmq unreachable: going on without it", "err", err)
+		return e, nil
+	case err != nil:
 		e.close()
 		return nil, fmt.Errorf("rabbitmq: %w", err)
 	}
 	e.mq = mq
+	if n.noDeclare {
+		return e, nil
+	}
 	if err := c.AMQP.Topology().DeclareOn(mq, log); err != nil {
 		e.close()
 		return nil, fmt.Errorf("declare topology: %w", err)

@@ -126,7 +126,7 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	if err != nil {
 		return nil, fmt.Errorf("SURGE_TRUSTED_PROXIES: %w", err)
 	}
-	eng, err := openEngines(ctx, cfg.Common, "gateway", log)
+	eng, err := openEngines(ctx, cfg.Common, "gateway", log, needs{})
 	if err != nil {
 		return nil, err
 	}

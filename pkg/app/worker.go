@@ -66,7 +66,7 @@ type Worker struct {
 // NewWorker opens the engines, declares the topology and builds the
 // consumer and the processor.
 func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker, error) {
-	eng, err := openEngines(ctx, cfg.Common, "worker", log)
+	eng, err := openEngines(ctx, cfg.Common, "worker", log, needs{})
 	if err != nil {
 		return nil, err
 	}

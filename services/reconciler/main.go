@@ -31,47 +31,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
-	"time"
 
 	"surge/pkg/app"
-	"surge/pkg/cluster"
 	"surge/pkg/config"
-	"surge/pkg/metrics"
-	"surge/pkg/queue"
 	"surge/pkg/reconcile"
-	"surge/pkg/stock"
-	"surge/pkg/store"
 	"surge/pkg/version"
 )
 
-// Config is the reconciler's configuration.
-type Config struct {
-	config.Common
-	// Reconcile holds SURGE_RECONCILE_GRACE (5m) and
-	// SURGE_RECONCILE_LOOKBACK (15m), shared with opsctl and the admin API.
-	config.Reconcile
-	// Every is the interval between two scheduled sweeps:
-	// SURGE_RECONCILE_EVERY, default 30s.
-	Every time.Duration `envconfig:"RECONCILE_EVERY" default:"30s"`
-	// Queue is the asynq queue of the sweeps: SURGE_RECONCILE_QUEUE,
-	// default reconcile.
-	Queue string `envconfig:"RECONCILE_QUEUE" default:"reconcile"`
-	// MetricsAddr serves GET /metrics while the schedule runs (sweeps,
-	// drift found and repaired, duration, last success):
-	// SURGE_RECONCILE_METRICS_ADDR, default 127.0.0.1:9102; empty serves
-	// none.
-	MetricsAddr string `envconfig:"RECONCILE_METRICS_ADDR" default:"127.0.0.1:9102"`
-}
+// Config is the reconciler's configuration (see the package comment).
+type Config = app.ReconcilerConfig
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { app.MainCode("reconciler", run) }
 
 // run executes one command and returns the process's exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -139,85 +109,14 @@ exit codes of once (the report's exit_code says the same):
   3  a SKU was busy (another run held it, or live traffic moved it): run again
 `
 
-// deps are the engines a reconciler holds; close shuts them.
-type deps struct {
-	redis *cluster.Client
-	db    *store.Store
-	mq    *queue.Conn // nil when the broker was not reached (once)
-	pub   *queue.Publisher
-	rec   *reconcile.Reconciler
-}
-
-// open connects to the engines. With needBroker false, a broker that
-// cannot be reached leaves the reconciler without a publisher: it still
-// repairs, and reports the orders it would publish again as held.
-func open(ctx context.Context, cfg Config, log *slog.Logger, needBroker bool) (*deps, error) {
-	rdb := cluster.New(cfg.Redis.Options())
-	if err := stock.LoadScripts(ctx, rdb.ClusterClient); err != nil {
-		_ = rdb.Close()
-		return nil, fmt.Errorf("redis cluster: %w", err)
-	}
-	db, err := store.Open(ctx, cfg.MySQL.DSN, store.Options{MaxOpenConns: 4, MaxIdleConns: 4})
-	if err != nil {
-		_ = rdb.Close()
-		return nil, fmt.Errorf("mysql: %w", err)
-	}
-	d := &deps{redis: rdb, db: db}
-	opts := reconcile.Options{Grace: cfg.Grace, Lookback: cfg.Lookback, StateTTL: cfg.IdempotencyTTL, Log: log}
-	mq, err := queue.Dial(ctx, cfg.AMQP.URL, queue.WithConnectionName("surge-reconciler"), queue.WithLogger(log))
-	switch {
-	case err == nil:
-		d.mq = mq
-		if d.pub, err = queue.NewPublisher(mq, cfg.AMQP.Topology(), queue.PublisherOptions{Channels: 1}); err != nil {
-			d.close()
-			return nil, err
-		}
-		opts.Publisher = d.pub
-	case needBroker:
-		d.close()
-		return nil, fmt.Errorf("rabbitmq: %w", err)
-	default:
-		log.Warn("rabbitmq unreachable: orders past the grace period are reported, not published again", "err", err)
-	}
-	d.rec = reconcile.New(rdb.ClusterClient, reconcile.StoreLedger{Store: db}, opts)
-	return d, nil
-}
-
-func (d *deps) close() {
-	if d.pub != nil {
-		_ = d.pub.Close()
-	}
-	if d.mq != nil {
-		_ = d.mq.Close()
-	}
-	_ = d.db.Close()
-	_ = d.redis.Close()
-}
-
-// serve runs the schedule until ctx ends, then stops the scheduler, lets
-// the sweep in progress stop between two SKUs, and closes the engines.
+// serve runs the schedule until ctx ends (see app.Reconciler.Serve).
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
-	var ep *metrics.Endpoint
-	if cfg.MetricsAddr != "" {
-		var err error
-		if ep, err = metrics.Listen(cfg.MetricsAddr); err != nil {
-			return err
-		}
-		defer ep.Close()
-		go func() {
-			if err := ep.Serve(ctx); err != nil {
-				log.Error("metrics endpoint stopped", "err", err)
-			}
-		}()
-		log.Info("metrics listening", "addr", ep.Addr())
+	if err := app.ServeProfiles(ctx, log); err != nil {
+		return err
 	}
-	d, err := open(ctx, cfg, log, true)
+	r, err := app.NewReconciler(ctx, cfg, log, false)
 	if err != nil {
 		return err
 	}
-	defer d.close()
-	svc := reconcile.NewService(d.redis.ClusterClient, d.rec, reconcile.ServiceOptions{
-		Every: cfg.Every, Queue: cfg.Queue, Log: log, OnSweep: metrics.ReconcileReport,
-	})
-	return svc.Run(ctx)
+	return r.Serve(ctx)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"surge/pkg/app"
 	"surge/pkg/reconcile"
 )
 
@@ -39,13 +40,12 @@ func once(ctx context.Context, cfg Config, log *slog.Logger, args []string, stdo
 		return reconcile.ExitFailed
 	}
 	var rep reconcile.Report
-	d, err := open(ctx, cfg, log, false)
+	r, err := app.NewReconciler(ctx, cfg, log, true)
 	if err != nil {
 		rep = reconcile.Report{StartedAt: time.Now().UTC(), DryRun: *dryRun}
 		rep.Fail("connect", err)
 	} else {
-		rep = d.rec.Run(ctx, *dryRun, skus...)
-		d.close()
+		rep = r.Once(ctx, *dryRun, skus...)
 	}
 	// The report states the code the process exits with.
 	rep.ExitCode = rep.CommandExit(*detailed)
