@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -24,6 +25,16 @@ type Options struct {
 	// ConnMaxLifetime recycles connections after this long, so a failover
 	// or a load balancer change is picked up. Default 5m.
 	ConnMaxLifetime time.Duration
+	// IdleWriteTxTimeout has the server end a session that sits this long
+	// inside a write transaction without a statement. A worker whose host
+	// is lost (or whose link is cut) between its stock UPDATE and its
+	// COMMIT leaves such a session behind, and the server only notices
+	// after wait_timeout (8 h): meanwhile its row lock on the product
+	// blocks every other worker's orders of that SKU. Default 10s, far
+	// above the milliseconds between two statements of a live worker;
+	// negative leaves the server's setting. Applied where the server has
+	// idle_write_transaction_timeout (MariaDB 10.3 and later).
+	IdleWriteTxTimeout time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -36,7 +47,13 @@ func (o *Options) setDefaults() {
 	if o.ConnMaxLifetime <= 0 {
 		o.ConnMaxLifetime = 5 * time.Minute
 	}
+	if o.IdleWriteTxTimeout == 0 {
+		o.IdleWriteTxTimeout = 10 * time.Second
+	}
 }
+
+// idleTxVar is MariaDB's session variable behind Options.IdleWriteTxTimeout.
+const idleTxVar = "idle_write_transaction_timeout"
 
 // Store reads and writes surge's MySQL tables. It is safe for concurrent
 // use.
@@ -56,11 +73,30 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	cfg.ParseTime = true
 	cfg.InterpolateParams = true
+	opts.setDefaults()
+	s, err := open(ctx, cfg, opts)
+	if err != nil || opts.IdleWriteTxTimeout < 0 || cfg.Params[idleTxVar] != "" {
+		return s, err
+	}
+	// Every session of the pool gets the timeout (the driver sets DSN
+	// parameters at connect), where the server knows the variable.
+	var cur sql.NullString
+	if s.db.QueryRowContext(ctx, "SELECT @@SESSION."+idleTxVar).Scan(&cur) != nil {
+		return s, nil // MySQL: no such variable
+	}
+	_ = s.Close()
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params[idleTxVar] = strconv.Itoa(max(1, int(opts.IdleWriteTxTimeout.Round(time.Second)/time.Second)))
+	return open(ctx, cfg, opts)
+}
+
+func open(ctx context.Context, cfg *mysql.Config, opts Options) (*Store, error) {
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("build mysql connector: %w", err)
 	}
-	opts.setDefaults()
 	db := sqlx.NewDb(sql.OpenDB(connector), "mysql")
 	db.SetMaxOpenConns(opts.MaxOpenConns)
 	db.SetMaxIdleConns(opts.MaxIdleConns)
