@@ -357,13 +357,16 @@ func (f *fleet) drain(t *testing.T, s *sale, timeout time.Duration) map[string]i
 }
 
 // reconcile runs the reconciler once on the database host until it finds
-// the SKU consistent, and returns what it repaired on the way.
+// the SKU consistent, and returns what it repaired on the way. It keeps
+// trying past the reconcile lock's TTL (1 min): a run cut off from the
+// lock's master during a partition cannot release it, and every run until
+// the lease expires answers busy (exit 3).
 func (f *fleet) reconcile(t *testing.T, sku string) []string {
 	t.Helper()
 	var repairs []string
-	for range 15 {
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); {
 		cmd := exec.Command(filepath.Join(f.root, "deploy", "fleet.sh"), "exec", "db",
-			filepath.Join(f.root, "bin", "reconciler"), "once", "--sku", sku)
+			filepath.Join(f.root, "bin", "reconciler"), "once", "--detailed-exitcode", "--sku", sku)
 		out, err := cmd.Output()
 		code := 0
 		if err != nil {
