@@ -135,17 +135,29 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 		reserve = s.Stock.ReserveRetry
 	}
 	res, err := reserve(ctx, o)
-	if !res.Repeat && (err == nil || errors.Is(err, order.ErrSoldOut)) {
-		s.SoldOut.Observe(o.SKU, res.Avail, start)
-	} else {
+	// tookLast: this request's reservation emptied the SKU, which is a
+	// sold-out sighting only once the reservation stands (observed after
+	// the publish: an undone one gives the units back).
+	tookLast := err == nil && !res.Repeat && res.Avail == 0
+	switch {
+	case res.Repeat || (err != nil && !errors.Is(err, order.ErrSoldOut)):
 		s.SoldOut.Abandon(o.SKU, hint)
+	case !tookLast:
+		s.SoldOut.Observe(o.SKU, res.Avail, start)
 	}
 	if err != nil {
 		return Accepted{}, s.reserveFailed(ctx, o, c, res, err)
 	}
 	o.AcceptedAtMs = s.now().UnixMilli()
 	if err := s.Queue.Publish(ctx, o); err != nil {
-		return Accepted{}, s.publishFailed(ctx, o, c, res, err)
+		err = s.publishFailed(ctx, o, c, res, err)
+		if tookLast {
+			s.observeAfterFailedPublish(o, err, start)
+		}
+		return Accepted{}, err
+	}
+	if tookLast {
+		s.SoldOut.Observe(o.SKU, 0, start)
 	}
 	// One line per accepted order, carrying the id the worker and the
 	// reconciler log too; sold-out answers (the bulk of a flash sale) are
@@ -153,6 +165,18 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	s.log().Info("order accepted", "order_id", o.ID, "sku", o.SKU, "qty", o.Qty, "repeat", res.Repeat,
 		"request_id", reqid.From(ctx))
 	return Accepted{OrderID: o.ID, Status: order.StatusAccepted, SKU: o.SKU, Qty: o.Qty}, nil
+}
+
+// observeAfterFailedPublish tells the sold-out hints what a failed publish
+// of a request that took the last unit left: a reservation kept (outcome
+// unknown) is still a sighting; an undone one gave the units back, and
+// the hint is dropped (and with it the probe slot this request held).
+func (s *Service) observeAfterFailedPublish(o order.Order, answer error, start time.Time) {
+	if errors.Is(answer, order.ErrOutcomeUnknown) {
+		s.SoldOut.Observe(o.SKU, 0, start)
+		return
+	}
+	s.SoldOut.Observe(o.SKU, o.Qty, start)
 }
 
 // errSoldOutHinted answers the bulk of a flash sale: one value, built

@@ -254,3 +254,27 @@ func TestSlowClaimOutlivesTheSoldOutSighting(t *testing.T) {
 		t.Fatalf("retry: %+v %v, want 202 again, not the sold-out mark", retry, err)
 	}
 }
+
+// TestUndoneLastUnitIsNoSoldOutSighting: a request that reserves the last
+// unit and then learns its publish failed (the broker blocks publishers
+// under a memory alarm) gives the unit back. That reservation is no
+// sighting of a sold-out SKU: the next buyer must not be answered 409
+// sold_out from the hint while the unit is available (seen by the fault
+// test: a probe reserved, failed, undid and renewed the hint, again and
+// again, through a whole memory alarm).
+func TestUndoneLastUnitIsNoSoldOutSighting(t *testing.T) {
+	st, claims := newFakeStock(1), newFakeClaims()
+	q := &fakeQueue{errs: []error{errBrokerOut}}
+	s := newService(st, claims, q)
+	s.SoldOut = &SoldOutHints{TTL: 100 * time.Millisecond}
+	ctx := context.Background()
+	if _, err := s.Accept(ctx, buy("first", 1), "a"); !errors.Is(err, order.ErrUnavailable) {
+		t.Fatalf("first: %v, want unavailable (publish refused)", err)
+	}
+	if st.reserved() != 0 {
+		t.Fatalf("reserved %d after the undo, want 0", st.reserved())
+	}
+	if _, err := s.Accept(ctx, buy("second", 1), "b"); err != nil {
+		t.Fatalf("second, with the unit back: %v, want it accepted", err)
+	}
+}
