@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"surge/pkg/httpstatus"
+
 	"net/http"
 	"strconv"
 	"time"
@@ -15,13 +17,13 @@ import (
 func Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		sw := httpstatus.Wrap(w)
 		next.ServeHTTP(sw, r)
 		route := r.Pattern
 		if route == "" {
 			route = "unmatched"
 		}
-		httpDuration.WithLabelValues(route, methodLabel(r.Method), strconv.Itoa(sw.status)).Observe(time.Since(start).Seconds())
+		httpDuration.WithLabelValues(route, methodLabel(r.Method), strconv.Itoa(sw.Status)).Observe(time.Since(start).Seconds())
 	})
 }
 
@@ -35,25 +37,3 @@ func methodLabel(m string) string {
 	}
 	return "other"
 }
-
-// statusWriter remembers the status code written through it.
-type statusWriter struct {
-	http.ResponseWriter
-	status      int
-	wroteHeader bool
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if !w.wroteHeader {
-		w.status, w.wroteHeader = code, true
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	w.wroteHeader = true
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

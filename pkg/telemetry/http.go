@@ -1,6 +1,8 @@
 package telemetry
 
 import (
+	"surge/pkg/httpstatus"
+
 	"net/http"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -22,38 +24,16 @@ func (t *Tracing) HTTP(next http.Handler) http.Handler {
 			trace.WithAttributes(attribute.String("http.request.method", r.Method),
 				attribute.String("url.path", r.URL.Path), attribute.String("surge.request_id", reqid.From(r.Context()))))
 		defer span.End()
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		sw := httpstatus.Wrap(w)
 		r = r.WithContext(ctx)
 		next.ServeHTTP(sw, r)
 		if r.Pattern != "" {
 			span.SetName(r.Pattern)
 			span.SetAttributes(attribute.String("http.route", r.Pattern))
 		}
-		span.SetAttributes(attribute.Int("http.response.status_code", sw.status))
-		if sw.status >= 500 {
-			span.SetStatus(codes.Error, http.StatusText(sw.status))
+		span.SetAttributes(attribute.Int("http.response.status_code", sw.Status))
+		if sw.Status >= 500 {
+			span.SetStatus(codes.Error, http.StatusText(sw.Status))
 		}
 	})
 }
-
-// statusWriter remembers the status code written through it.
-type statusWriter struct {
-	http.ResponseWriter
-	status      int
-	wroteHeader bool
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if !w.wroteHeader {
-		w.status, w.wroteHeader = code, true
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	w.wroteHeader = true
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
