@@ -1,11 +1,11 @@
 package app_test
 
 import (
+	"surge/internal/dashboard"
+
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -357,44 +357,14 @@ type panel struct {
 // dashboardPanels reads every panel's queries (rows' panels included).
 func dashboardPanels(t *testing.T) []panel {
 	t.Helper()
-	raw, err := os.ReadFile("../../deploy/grafana-dashboard.json")
+	ps, err := dashboard.Panels("../../deploy/grafana-dashboard.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	type jpanel struct {
-		Type    string `json:"type"`
-		Title   string `json:"title"`
-		Targets []struct {
-			Expr string `json:"expr"`
-		} `json:"targets"`
-		Panels []json.RawMessage `json:"panels"`
-	}
-	var dash struct {
-		Panels []json.RawMessage `json:"panels"`
-	}
-	if err := json.Unmarshal(raw, &dash); err != nil {
-		t.Fatal(err)
-	}
 	var out []panel
-	var walk func([]json.RawMessage)
-	walk = func(ps []json.RawMessage) {
-		for _, r := range ps {
-			var p jpanel
-			if err := json.Unmarshal(r, &p); err != nil {
-				t.Fatal(err)
-			}
-			walk(p.Panels)
-			if p.Type == "row" {
-				continue
-			}
-			pn := panel{title: p.Title}
-			for _, tg := range p.Targets {
-				pn.exprs = append(pn.exprs, tg.Expr)
-			}
-			out = append(out, pn)
-		}
+	for _, p := range ps {
+		out = append(out, panel{title: p.Title, exprs: p.Exprs})
 	}
-	walk(dash.Panels)
 	if len(out) < 20 {
 		t.Fatalf("the dashboard has %d panels, want the full set", len(out))
 	}

@@ -1,9 +1,10 @@
 package metrics
 
 import (
+	"surge/internal/dashboard"
+
 	"bufio"
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -77,45 +78,17 @@ func published(t *testing.T) map[string]family {
 // rows must query something.
 func dashboardQueries(t *testing.T) map[string][]string {
 	t.Helper()
-	raw, err := os.ReadFile("../../deploy/grafana-dashboard.json")
+	ps, err := dashboard.Panels("../../deploy/grafana-dashboard.json")
 	if err != nil {
-		t.Fatal(err)
-	}
-	type panel struct {
-		Type    string `json:"type"`
-		Title   string `json:"title"`
-		Targets []struct {
-			Expr string `json:"expr"`
-		} `json:"targets"`
-		Panels []json.RawMessage `json:"panels"`
-	}
-	var dash struct {
-		Panels []json.RawMessage `json:"panels"`
-	}
-	if err := json.Unmarshal(raw, &dash); err != nil {
 		t.Fatalf("grafana-dashboard.json: %v", err)
 	}
 	out := map[string][]string{}
-	var walk func([]json.RawMessage)
-	walk = func(ps []json.RawMessage) {
-		for _, r := range ps {
-			var p panel
-			if err := json.Unmarshal(r, &p); err != nil {
-				t.Fatal(err)
-			}
-			walk(p.Panels)
-			if p.Type == "row" {
-				continue
-			}
-			if len(p.Targets) == 0 {
-				t.Errorf("panel %q queries nothing", p.Title)
-			}
-			for _, tg := range p.Targets {
-				out[p.Title] = append(out[p.Title], tg.Expr)
-			}
+	for _, p := range ps {
+		if len(p.Exprs) == 0 {
+			t.Errorf("panel %q queries nothing", p.Title)
 		}
+		out[p.Title] = append(out[p.Title], p.Exprs...)
 	}
-	walk(dash.Panels)
 	return out
 }
 
