@@ -294,7 +294,10 @@ EOF
 # ---- surge's services and HAProxy ------------------------------------------------------------
 
 # start_service HOST NAME FIRST_BROKER CMD... runs a bin/ program in HOST with the fleet's
-# addresses, its output in var/fleet/HOST/NAME.log.
+# addresses, its output in var/fleet/HOST/NAME.log. The program runs under a supervisor, as
+# a host's init system or Kubernetes would run it: one that exits with an error (an engine it
+# could not reach at start) is started again after a second, and each such exit is written to
+# the log, where wait_host finds it.
 start_service() {
 	local h=$1 name=$2 first=$3
 	shift 3
@@ -306,8 +309,17 @@ start_service() {
 		SURGE_ADMIN_ADDR="${ADDR[$h]}:8081" SURGE_ADMIN_TOKEN="$FLEET_ADMIN_TOKEN" \
 		SURGE_WORKER_METRICS_ADDR="${ADDR[$h]}:9101" SURGE_RECONCILE_METRICS_ADDR="${ADDR[$h]}:9102" \
 		SURGE_RECONCILE_GRACE=3s SURGE_RECONCILE_EVERY=5s GOMAXPROCS=2 \
-		setsid "$@" >>"$DIR/$h/$name.log" 2>&1 </dev/null &
+		setsid bash -c "$SUPERVISE" supervise "$@" >>"$DIR/$h/$name.log" 2>&1 </dev/null &
 }
+
+# shellcheck disable=SC2016 # expanded by the supervisor's shell
+SUPERVISE='while :; do
+	"$@"
+	rc=$?
+	((rc == 0)) && exit 0
+	echo "fleet: ${1##*/} exited with status $rc; starting it again in 1s"
+	sleep 1
+done'
 
 ready() { curl -fsS -m 2 "http://$1:8080/readyz"; }
 
@@ -324,13 +336,34 @@ start_host() {
 	esac
 }
 
-wait_host() {
+# host_service HOST names the surge service the host runs.
+host_service() {
 	case $1 in
-	gw*) wait_for "gateway on $1" ready "${ADDR[$1]}" ;;
-	wk*) wait_for "worker on $1" curl -fsS -m 2 "http://${ADDR[$1]}:9101/metrics" ;;
-	db) wait_for "reconciler on $1" curl -fsS -m 2 "http://${ADDR[$1]}:9102/metrics" ;;
+	gw*) echo gateway ;;
+	wk*) echo worker ;;
+	db) echo reconciler ;;
 	esac
 }
+
+# wait_host HOST [FROM_LINE] waits until the host's service answers; it reports the exits
+# the supervisor saw in the service's log after line FROM_LINE, and on a timeout the log's end.
+wait_host() {
+	local name log probe
+	name=$(host_service "$1")
+	log="$DIR/$1/$name.log"
+	case $1 in
+	gw*) probe=(ready "${ADDR[$1]}") ;;
+	wk*) probe=(curl -fsS -m 2 "http://${ADDR[$1]}:9101/metrics") ;;
+	db) probe=(curl -fsS -m 2 "http://${ADDR[$1]}:9102/metrics") ;;
+	esac
+	local what="$name on $1"
+	(wait_for "$what" "${probe[@]}") || die "$what did not come up; the end of its log:"$'\n'"$(tail -n 15 "$log")"
+	local exits
+	exits=$(tail -n +"$((${2:-0} + 1))" "$log" | grep -B 3 '^fleet: .* exited with status' || true)
+	[[ -z $exits ]] || log "$what started only after a restart; its log:"$'\n'"$exits"
+}
+
+log_lines() { if [[ -f $1 ]]; then wc -l <"$1"; else echo 0; fi; }
 
 services_up() {
 	[[ -x $REPO_ROOT/bin/gateway && -x $REPO_ROOT/bin/worker && -x $REPO_ROOT/bin/reconciler ]] ||
@@ -444,8 +477,10 @@ cmd_revive() {
 	cmd_heal "$1"
 	case $1 in
 	gw* | wk* | db)
+		local from
+		from=$(log_lines "$DIR/$1/$(host_service "$1").log")
 		start_host "$1"
-		wait_host "$1"
+		wait_host "$1" "$from"
 		;;
 	esac
 }

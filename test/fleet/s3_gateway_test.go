@@ -25,7 +25,9 @@ func TestGatewayHostLost(t *testing.T) {
 		lost := time.Now()
 		t.Logf("gateway host gw1 lost")
 		after(lost, 10*time.Second)
-		f.sh(t, "revive", "gw1")
+		if out := f.sh(t, "revive", "gw1"); out != "" {
+			t.Log(out)
+		}
 		t.Logf("gateway host gw1 back and ready %.1fs after it was lost", time.Since(lost).Seconds())
 	})
 	f.check(t, s, 90*time.Second)

@@ -30,6 +30,8 @@ func TestWorkerHostLost(t *testing.T) {
 	})
 	f.check(t, s, 120*time.Second)
 	t.Logf("every order final %.1fs after the worker host was lost", time.Since(lost).Seconds())
-	f.sh(t, "revive", "wk1")
+	if out := f.sh(t, "revive", "wk1"); out != "" {
+		t.Log(out)
+	}
 	f.healthy(t)
 }
