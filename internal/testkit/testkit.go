@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 
 	"surge/internal/testenv"
@@ -85,4 +86,36 @@ func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() (bool
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// OrderStatuses counts the orders among ids that MySQL holds, by status
+// (ids it does not hold are not counted), querying 500 ids at a time.
+func OrderStatuses(ctx context.Context, db *store.Store, ids []string) (map[string]int, error) {
+	counts := map[string]int{}
+	for start := 0; start < len(ids); start += 500 {
+		q, args, err := sqlx.In("SELECT status, COUNT(*) FROM orders WHERE order_id IN (?) GROUP BY status",
+			ids[start:min(start+500, len(ids))])
+		if err != nil {
+			return nil, err
+		}
+		rows, err := db.DB().QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var status string
+			var n int
+			if err := rows.Scan(&status, &n); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			counts[status] += n
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return counts, nil
 }

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -34,39 +33,12 @@ func (p *pipeline) waitSold(sku string, n int, timeout time.Duration) {
 	})
 }
 
-// finalOrders counts the orders among ids that MySQL has, by status.
-func (p *pipeline) finalOrders(ids []string) (map[string]int, error) {
-	counts := map[string]int{}
-	for start := 0; start < len(ids); start += 500 {
-		q, args, err := sqlx.In("SELECT status, COUNT(*) FROM orders WHERE order_id IN (?) GROUP BY status",
-			ids[start:min(start+500, len(ids))])
-		if err != nil {
-			return nil, err
-		}
-		rows, err := p.db.DB().QueryContext(context.Background(), q, args...)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var status string
-			var n int
-			if err := rows.Scan(&status, &n); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			counts[status] += n
-		}
-		rows.Close()
-	}
-	return counts, nil
-}
-
 // drain waits until every order the sale saw accepted is final in MySQL.
 func (p *pipeline) drain(s *sale) {
 	p.t.Helper()
 	ids := s.acceptedIDs()
 	testkit.WaitFor(p.t, "every accepted order to be final in MySQL", 90*time.Second, func() (bool, error) {
-		c, err := p.finalOrders(ids)
+		c, err := testkit.OrderStatuses(context.Background(), p.db, ids)
 		return err == nil && c["invoiced"]+c["rejected"] == len(ids), err
 	})
 }
@@ -96,7 +68,7 @@ func (p *pipeline) checkSale(sku string, stock int, s *sale) {
 		t.Errorf("%d units invoiced, want all %d sold", inv.Units, stock)
 	}
 	ids := s.acceptedIDs()
-	c, err := p.finalOrders(ids)
+	c, err := testkit.OrderStatuses(context.Background(), p.db, ids)
 	if err != nil {
 		t.Fatal(err)
 	}

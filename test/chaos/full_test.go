@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 )
 
 // TestFullClusterRefusesOrders: every master reaches maxmemory (here: a
@@ -52,7 +53,7 @@ func TestFullClusterRefusesOrders(t *testing.T) {
 	if after := p.keyspace(t, sku); after != before {
 		t.Fatalf("a full cluster changed the keys:\n before %s\n after  %s", before, after)
 	}
-	if c, err := p.finalOrders([]string{first.OrderID}); err != nil || c["invoiced"] != 1 || p.mysqlSold(sku) != 1 {
+	if c, err := testkit.OrderStatuses(context.Background(), p.db, []string{first.OrderID}); err != nil || c["invoiced"] != 1 || p.mysqlSold(sku) != 1 {
 		t.Fatalf("mysql: %v %v sold %d, want the one order", c, err, p.mysqlSold(sku))
 	}
 

@@ -65,7 +65,7 @@ func TestReservationWithoutPublishIsPublished(t *testing.T) {
 	// The worker commits the order in MySQL, then in Redis: wait for both.
 	var v stock.View
 	testkit.WaitFor(t, "the dead gateway's order to be invoiced and committed in Redis", 30*time.Second, func() (bool, error) {
-		c, err := p.finalOrders([]string{dead.ID})
+		c, err := testkit.OrderStatuses(context.Background(), p.db, []string{dead.ID})
 		if err != nil || c["invoiced"] != 1 {
 			return false, err
 		}
@@ -82,7 +82,7 @@ func TestReservationWithoutPublishIsPublished(t *testing.T) {
 		t.Fatalf("retry accepted as %s, want %s", id, dead.ID)
 	}
 	time.Sleep(time.Second) // the worker sees the retry's message as a duplicate
-	if c, err := p.finalOrders([]string{id}); err != nil || c["invoiced"] != 1 {
+	if c, err := testkit.OrderStatuses(context.Background(), p.db, []string{id}); err != nil || c["invoiced"] != 1 {
 		t.Fatalf("after the retry: %v %v, want the order invoiced once", c, err)
 	}
 	if v, _ = p.stock.View(ctx, sku); !v.Consistent() || v.Sold != 2 || v.Sold != p.mysqlSold(sku) {

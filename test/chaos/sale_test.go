@@ -8,9 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -139,12 +140,7 @@ func (s *sale) record(a attempt, err error, payload []byte) (settled bool) {
 func (s *sale) acceptedIDs() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ids := make([]string, 0, len(s.accepted))
-	for id := range s.accepted {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
+	return slices.Sorted(maps.Keys(s.accepted))
 }
 
 func (s *sale) counts() (accepted, soldOut int) {

@@ -9,19 +9,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
+	"surge/internal/testkit"
 	"surge/pkg/cluster"
 	"surge/pkg/stock"
 	"surge/pkg/store"
@@ -299,41 +300,10 @@ func (s *sale) answersCopy() map[string]int {
 func (s *sale) acceptedIDs() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ids := make([]string, 0, len(s.accepted))
-	for id := range s.accepted {
-		ids = append(ids, id)
-	}
-	return ids
+	return slices.Sorted(maps.Keys(s.accepted))
 }
 
 // ---- the checks -----------------------------------------------------------------------------
-
-// final counts the orders among ids MySQL holds, by status.
-func (f *fleet) final(ids []string) (map[string]int, error) {
-	counts := map[string]int{}
-	for start := 0; start < len(ids); start += 500 {
-		q, args, err := sqlx.In("SELECT status, COUNT(*) FROM orders WHERE order_id IN (?) GROUP BY status",
-			ids[start:min(start+500, len(ids))])
-		if err != nil {
-			return nil, err
-		}
-		rows, err := f.db.DB().Query(q, args...)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var st string
-			var n int
-			if err := rows.Scan(&st, &n); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			counts[st] += n
-		}
-		rows.Close()
-	}
-	return counts, nil
-}
 
 // drain waits until every 202 of the sale is final in MySQL, at most
 // timeout, and returns the counts.
@@ -342,7 +312,7 @@ func (f *fleet) drain(t *testing.T, s *sale, timeout time.Duration) map[string]i
 	ids := s.acceptedIDs()
 	deadline := time.Now().Add(timeout)
 	for {
-		c, err := f.final(ids)
+		c, err := testkit.OrderStatuses(context.Background(), f.db, ids)
 		if err == nil && c["invoiced"]+c["rejected"] == len(ids) {
 			return c
 		}
@@ -397,7 +367,7 @@ func (f *fleet) check(t *testing.T, s *sale, drainFor time.Duration) {
 	ids := s.acceptedIDs()
 	counts := f.drain(t, s, drainFor)
 	repairs := f.reconcile(t, s.sku)
-	counts, err := f.final(ids) // the reconciler may have settled more
+	counts, err := testkit.OrderStatuses(context.Background(), f.db, ids) // the reconciler may have settled more
 	if err != nil {
 		t.Fatal(err)
 	}
