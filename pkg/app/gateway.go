@@ -16,6 +16,7 @@ import (
 	"surge/pkg/idem"
 	"surge/pkg/metrics"
 	"surge/pkg/ops"
+	"surge/pkg/productview"
 	"surge/pkg/queue"
 	"surge/pkg/ratelimit"
 	"surge/pkg/reconcile"
@@ -115,7 +116,7 @@ type Gateway struct {
 	adln  net.Listener
 	Stock *stock.Stock
 
-	products     *products
+	products     *productview.Views
 	closeConsole func()
 }
 
@@ -160,7 +161,7 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	api := &httpapi.Server{
 		Orders:     orders,
 		Status:     tracker,
-		Stock:      stockAdmin{&ops.Stock{DB: eng.db, Redis: st}, prods, hints},
+		Stock:      stockAdmin{&ops.Stock{DB: eng.db, Redis: st}, prods, hints, log},
 		AdminToken: cfg.AdminToken,
 		Log:        log,
 		Ready: []httpapi.Check{

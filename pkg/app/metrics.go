@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"surge/pkg/cache"
 	"surge/pkg/gateway"
 	"surge/pkg/httpapi"
 	"surge/pkg/idem"
@@ -73,20 +72,6 @@ func serveMetrics(ctx context.Context, ep *metrics.Endpoint, log *slog.Logger) (
 	}()
 	log.Info("metrics listening", "addr", ep.Addr())
 	return func() { cancel(); <-done }
-}
-
-// countedLoader records each cache rebuild; an unknown id is a successful
-// rebuild (of a remembered miss).
-func countedLoader(load cache.Loader) cache.Loader {
-	return func(ctx context.Context, id string) ([]byte, error) {
-		v, err := load(ctx, id)
-		if errors.Is(err, cache.ErrNotFound) {
-			metrics.CacheRebuilt(nil)
-		} else {
-			metrics.CacheRebuilt(err)
-		}
-		return v, err
-	}
 }
 
 // countedLocker records each order-lock attempt; a lock another delivery

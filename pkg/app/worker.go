@@ -7,6 +7,7 @@ import (
 
 	"surge/pkg/config"
 	"surge/pkg/metrics"
+	"surge/pkg/productview"
 	"surge/pkg/queue"
 	"surge/pkg/stock"
 	"surge/pkg/store"
@@ -58,7 +59,7 @@ type Worker struct {
 	// batcher coalesces the handlers' transactions; nil when disabled.
 	batcher *store.Batcher
 	// products refreshes cached product views in the background.
-	products *products
+	products *productview.Views
 	mets     *metrics.Endpoint // nil without MetricsAddr
 	tel      *telemetry.Tracing
 }

@@ -88,6 +88,10 @@ type Options struct {
 	// OnGet, when set, is told of each Get whether the entry was found in
 	// Redis (hit) or had to be waited for or rebuilt (miss): metrics.
 	OnGet func(hit bool)
+	// OnRebuild, when set, is told of each loader run: nil when it
+	// produced a value or an unknown id (a miss to remember), its error
+	// otherwise: metrics.
+	OnRebuild func(err error)
 	// Log receives background rebuild failures. Default slog.Default().
 	Log *slog.Logger
 }

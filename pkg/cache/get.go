@@ -94,6 +94,13 @@ func (c *Cache) rebuild(ctx context.Context, id, token string) (entry, error) {
 	start := time.Now()
 	v, err := c.load(lctx, id)
 	miss := errors.Is(err, ErrNotFound)
+	if c.opts.OnRebuild != nil {
+		if miss {
+			c.opts.OnRebuild(nil)
+		} else {
+			c.opts.OnRebuild(err)
+		}
+	}
 	if err != nil && !miss {
 		c.unlease(id, token)
 		return entry{}, fmt.Errorf("load cache %s %s: %w", c.opts.Namespace, id, err)

@@ -7,20 +7,11 @@ import (
 	"surge/pkg/order"
 )
 
-// ProductView is the body of GET /v1/products/{sku}.
-type ProductView struct {
-	SKU        string `json:"sku"`
-	Name       string `json:"name"`
-	PriceCents int64  `json:"price_cents"`
-	// Available is the number of units still sellable.
-	Available int `json:"available"`
-}
-
 // ProductReader answers product views, from a cache in production. It
 // returns errors wrapping order.ErrUnknownSKU for products that do not
 // exist and order.ErrUnavailable when it cannot answer now.
 type ProductReader interface {
-	Product(ctx context.Context, sku string) (ProductView, error)
+	Product(ctx context.Context, sku string) (order.ProductView, error)
 }
 
 // Products returns the handler of GET /v1/products/{sku}; mount it with

@@ -1,4 +1,4 @@
-package app
+package productview
 
 import (
 	"context"
@@ -27,23 +27,23 @@ import (
 
 // countingSource counts the product queries that reach MySQL.
 type countingSource struct {
-	productSource
+	Source
 	queries atomic.Int32
 }
 
 func (c *countingSource) Product(ctx context.Context, sku string) (store.Product, error) {
 	c.queries.Add(1)
-	return c.productSource.Product(ctx, sku)
+	return c.Source.Product(ctx, sku)
 }
 
 // productServer serves GET /v1/products/{sku} from its own products cache
 // on its own Redis client: one gateway process, with its request ids.
-func productServer(t *testing.T, db productSource) *httptest.Server {
+func productServer(t *testing.T, db Source) *httptest.Server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	// A generous wait: this test counts queries, and a loaded machine
 	// must not turn a slow rebuild into 503s.
-	p := newProductsWith(testenv.Redis(t), db, cache.Options{Wait: 30 * time.Second}, log)
+	p := New(testenv.Redis(t), db, cache.Options{Wait: 30 * time.Second}, log)
 	t.Cleanup(p.Close)
 	api := &httpapi.Server{Log: log}
 	h := api.Handler()
@@ -75,13 +75,13 @@ func productFixture(t *testing.T, rdb *redis.ClusterClient) (*store.Store, strin
 func TestColdProductCostsOneQuery(t *testing.T) {
 	rdb := testenv.Redis(t)
 	db, sku := productFixture(t, rdb)
-	src := &countingSource{productSource: db}
+	src := &countingSource{Source: db}
 	servers := make([]*httptest.Server, 4)
 	for i := range servers {
 		servers[i] = productServer(t, src)
 	}
 	client := &http.Client{Transport: apitest.Transport(t, &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512})}
-	want := httpapi.ProductView{SKU: sku, Name: "Flash kettle", PriceCents: 2499, Available: 7}
+	want := order.ProductView{SKU: sku, Name: "Flash kettle", PriceCents: 2499, Available: 7}
 
 	const requests = 2000
 	var wg sync.WaitGroup
@@ -99,7 +99,7 @@ func TestColdProductCostsOneQuery(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			raw, _ := io.ReadAll(resp.Body)
-			var got httpapi.ProductView
+			var got order.ProductView
 			if err := json.Unmarshal(raw, &got); err != nil || resp.StatusCode != 200 || got != want {
 				errs <- resp.Status + " " + string(raw)
 			}
@@ -121,7 +121,7 @@ func TestColdProductCostsOneQuery(t *testing.T) {
 func TestProductErrors(t *testing.T) {
 	rdb := testenv.Redis(t)
 	db, _ := productFixture(t, rdb)
-	src := &countingSource{productSource: db}
+	src := &countingSource{Source: db}
 	srv := productServer(t, src)
 	unknown := testenv.Unique("nope-")
 	t.Cleanup(func() { rdb.Del(context.Background(), keys.Product(unknown)) })
