@@ -7,10 +7,10 @@ import (
 	"sort"
 	"time"
 
+	"surge/pkg/admin"
 	"surge/pkg/ops"
 	"surge/pkg/order"
 	"surge/pkg/reconcile"
-	"surge/pkg/stock"
 	"surge/pkg/store"
 )
 
@@ -49,7 +49,7 @@ func (c *Console) skuData(ctx context.Context, sku string) (skuData, error) {
 	}
 	p := store.LoadedProduct{Product: store.Product{SKU: sku}}
 	if rep.MySQL != nil {
-		p.Product = *rep.MySQL
+		p.Product = store.Product(*rep.MySQL)
 	}
 	d := skuData{Row: c.row(p, rep, nil), Reservations: held(rep.Redis)}
 	if d.Orders, err = c.Store.RecentOrders(ctx, sku, recentOrders); err != nil {
@@ -59,7 +59,7 @@ func (c *Console) skuData(ctx context.Context, sku string) (skuData, error) {
 }
 
 // held lists the open reservations, oldest first.
-func held(v stock.View) []heldRow {
+func held(v admin.RedisStock) []heldRow {
 	out := make([]heldRow, 0, len(v.Reservations))
 	for id, h := range v.Reservations {
 		out = append(out, heldRow{OrderID: id, Qty: h.Qty, CustomerID: h.CustomerID, ReservedAt: h.ReservedAt})

@@ -8,6 +8,7 @@ import (
 	"os/user"
 	"time"
 
+	"surge/pkg/admin"
 	"surge/pkg/config"
 	"surge/pkg/ops"
 )
@@ -47,7 +48,7 @@ func runDLQ(ctx context.Context, e *env, args []string) error {
 	fs := flag.NewFlagSet("dlq "+action, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print JSON")
-	var req ops.ReplayRequest
+	var req admin.ReplayRequest
 	var since string
 	if action == "replay" {
 		fs.StringVar(&req.Reason, "reason", "", "replay the letters parked with this reason")
@@ -74,7 +75,7 @@ func runDLQ(ctx context.Context, e *env, args []string) error {
 		return dlqRestore(ctx, e, ids, *asJSON)
 	case "replay":
 		if since != "" {
-			if req.Since, err = ops.ParseSince(since, time.Now()); err != nil {
+			if req.Since, err = admin.ParseSince(since, time.Now()); err != nil {
 				return err
 			}
 		}
@@ -120,7 +121,7 @@ func dlqRead(ctx context.Context, e *env, action string, ids []string, asJSON bo
 	return nil
 }
 
-func dlqReplay(ctx context.Context, e *env, req ops.ReplayRequest, asJSON bool) error {
+func dlqReplay(ctx context.Context, e *env, req admin.ReplayRequest, asJSON bool) error {
 	var err error
 	if req.Actor, err = operator(); err != nil {
 		return err
@@ -162,7 +163,7 @@ func dlqDiscarded(ctx context.Context, e *env, asJSON bool) error {
 	if asJSON {
 		return e.printJSON(kept)
 	}
-	letters := make([]ops.Letter, len(kept))
+	letters := make([]admin.Letter, len(kept))
 	for i, k := range kept {
 		letters[i] = k.Letter
 	}
@@ -186,7 +187,7 @@ func dlqRestore(ctx context.Context, e *env, ids []string, asJSON bool) error {
 
 // printReport prints a report that has results even when err is set (a
 // broker lost midway): the operator sees what was done before the error.
-func printReport(e *env, rep ops.Report, err error, asJSON bool) error {
+func printReport(e *env, rep admin.LetterReport, err error, asJSON bool) error {
 	if len(rep.Items) == 0 && err != nil {
 		return err
 	}
