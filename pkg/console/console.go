@@ -30,7 +30,6 @@ import (
 	"surge/pkg/gateway"
 	"surge/pkg/ops"
 	"surge/pkg/order"
-	"surge/pkg/reconcile"
 	"surge/pkg/store"
 )
 
@@ -83,7 +82,7 @@ var _ DeadLetters = (*ops.DeadLetters)(nil)
 
 // Reconciler runs a reconcile on demand. *ops.Reconcile implements it.
 type Reconciler interface {
-	Run(ctx context.Context, req ops.ReconcileRequest) (reconcile.Report, error)
+	Run(ctx context.Context, req admin.ReconcileRequest) (admin.ReconcileReport, error)
 }
 
 var _ Reconciler = (*ops.Reconcile)(nil)

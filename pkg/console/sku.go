@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"surge/pkg/admin"
-	"surge/pkg/ops"
 	"surge/pkg/order"
-	"surge/pkg/reconcile"
 	"surge/pkg/store"
 )
 
@@ -35,7 +33,7 @@ type heldRow struct {
 // reconcileResult is a reconcile run as a page shows it: the plan (a dry
 // run) or what was done.
 type reconcileResult struct {
-	Report reconcile.Report
+	Report admin.ReconcileReport
 	Error  string
 }
 
@@ -106,7 +104,7 @@ func (c *Console) reconcileSKU(w http.ResponseWriter, r *http.Request, s *sessio
 func (c *Console) runReconcile(ctx context.Context, skus []string, dryRun bool, s *session) reconcileResult {
 	ctx, cancel := context.WithTimeout(ctx, 8*time.Second)
 	defer cancel()
-	rep, err := c.Reconcile.Run(ctx, ops.ReconcileRequest{SKUs: skus, DryRun: dryRun, Actor: s.Operator})
+	rep, err := c.Reconcile.Run(ctx, admin.ReconcileRequest{SKUs: skus, DryRun: dryRun, Actor: s.Operator})
 	res := reconcileResult{Report: rep}
 	if err != nil {
 		res.Error = err.Error()

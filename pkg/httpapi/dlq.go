@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"surge/pkg/admin"
-	"surge/pkg/ops"
 )
 
 // DeadLetterAdmin works the dead-letter queue. *ops.DeadLetters
@@ -17,8 +16,6 @@ type DeadLetterAdmin interface {
 	Replay(ctx context.Context, req admin.ReplayRequest) (admin.LetterReport, error)
 	Discard(ctx context.Context, ids []string, actor string) (admin.LetterReport, error)
 }
-
-var _ DeadLetterAdmin = (*ops.DeadLetters)(nil)
 
 // OperatorHeader names the person acting through the admin API; replays
 // and discards are recorded under it, or under DefaultOperator without it.
