@@ -122,32 +122,19 @@ func dlqRead(ctx context.Context, e *env, action string, ids []string, asJSON bo
 }
 
 func dlqReplay(ctx context.Context, e *env, req admin.ReplayRequest, asJSON bool) error {
-	var err error
-	if req.Actor, err = operator(); err != nil {
-		return err
+	check := func(actor string) error {
+		req.Actor = actor
+		return req.Validate()
 	}
-	if err := req.Validate(); err != nil {
-		return err
-	}
-	svc, err := deadLetters(ctx, e)
-	if err != nil {
-		return err
-	}
-	rep, err := svc.Replay(ctx, req)
-	return printReport(e, rep, err, asJSON)
+	return dlqChange(ctx, e, asJSON, check, func(svc *ops.DeadLetters, _ string) (admin.LetterReport, error) {
+		return svc.Replay(ctx, req)
+	})
 }
 
 func dlqDiscard(ctx context.Context, e *env, ids []string, asJSON bool) error {
-	actor, err := operator()
-	if err != nil {
-		return err
-	}
-	svc, err := deadLetters(ctx, e)
-	if err != nil {
-		return err
-	}
-	rep, err := svc.Discard(ctx, ids, actor)
-	return printReport(e, rep, err, asJSON)
+	return dlqChange(ctx, e, asJSON, nil, func(svc *ops.DeadLetters, actor string) (admin.LetterReport, error) {
+		return svc.Discard(ctx, ids, actor)
+	})
 }
 
 // dlqDiscarded lists the kept copies of discarded letters.
@@ -173,15 +160,31 @@ func dlqDiscarded(ctx context.Context, e *env, asJSON bool) error {
 
 // dlqRestore parks discarded letters again.
 func dlqRestore(ctx context.Context, e *env, ids []string, asJSON bool) error {
+	return dlqChange(ctx, e, asJSON, nil, func(svc *ops.DeadLetters, actor string) (admin.LetterReport, error) {
+		return svc.Restore(ctx, ids, actor)
+	})
+}
+
+// dlqChange makes one change to the dead letters in the operator's name
+// and prints its report. check, when set, vets the request once the
+// operator is known and before any engine is opened, so a bad request is
+// refused as such even with the engines down.
+func dlqChange(ctx context.Context, e *env, asJSON bool, check func(actor string) error,
+	change func(svc *ops.DeadLetters, actor string) (admin.LetterReport, error)) error {
 	actor, err := operator()
 	if err != nil {
 		return err
+	}
+	if check != nil {
+		if err := check(actor); err != nil {
+			return err
+		}
 	}
 	svc, err := deadLetters(ctx, e)
 	if err != nil {
 		return err
 	}
-	rep, err := svc.Restore(ctx, ids, actor)
+	rep, err := change(svc, actor)
 	return printReport(e, rep, err, asJSON)
 }
 
