@@ -1,8 +1,11 @@
 // Package layers pins the dependency rules of docs/ARCHITECTURE.md: the
-// domain and the order path's consumers reach no engine client.
+// domain, the order path's consumers, the HTTP layer and what operations
+// staff are told reach no engine client, and the product imports nothing
+// of the tools module.
 package layers
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -18,12 +21,15 @@ var engineClients = []string{
 }
 
 // engineFree are the packages that must not reach an engine client, even
-// indirectly: the domain, and the gateway and worker logic, which declare
-// what they need as interfaces in the domain's words.
+// indirectly: the domain, the gateway and worker logic, which declare what
+// they need as interfaces in the domain's words, the HTTP layer, whose
+// admin routes declare theirs in pkg/admin's words, and pkg/admin itself.
 var engineFree = []string{
 	"surge/pkg/order",
 	"surge/pkg/gateway",
 	"surge/pkg/worker",
+	"surge/pkg/httpapi",
+	"surge/pkg/admin",
 }
 
 func TestEngineFreePackages(t *testing.T) {
@@ -33,7 +39,7 @@ func TestEngineFreePackages(t *testing.T) {
 			for _, c := range engineClients {
 				if strings.HasPrefix(dep, c) && !reached[c] {
 					reached[c] = true
-					t.Errorf("%s reaches %s (%s): it must not depend on an engine client (move the type it needs into surge/pkg/order)", pkg, c, dep)
+					t.Errorf("%s reaches %s (%s): it must not depend on an engine client (move the type it needs into surge/pkg/order, or surge/pkg/admin for operations)", pkg, c, dep)
 				}
 			}
 		}
@@ -44,6 +50,35 @@ func TestDomainImportsNothingOfSurge(t *testing.T) {
 	for _, dep := range deps(t, "surge/pkg/order") {
 		if strings.HasPrefix(dep, "surge/") && dep != "surge/pkg/order" {
 			t.Errorf("surge/pkg/order imports %s: the domain imports nothing of surge", dep)
+		}
+	}
+}
+
+// toolsModule is the module in tools/ (load generator, benchmarks): it
+// depends on the product, never the other way round.
+const toolsModule = "surge/tools"
+
+// TestProductImportsNothingOfTools: no package of the product module, its
+// tests included, imports a package of the tools module.
+func TestProductImportsNothingOfTools(t *testing.T) {
+	mod, err := os.ReadFile("../../tools/go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, _, _ := strings.Cut(string(mod), "\n"); strings.TrimSpace(first) != "module "+toolsModule {
+		t.Fatalf("tools/go.mod starts with %q, want module %s", first, toolsModule)
+	}
+	out, err := exec.Command("go", "list", "-e", "-f",
+		`{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "surge/...").Output()
+	if err != nil {
+		t.Fatalf("go list surge/...: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		for _, imp := range f[1:] {
+			if imp == toolsModule || strings.HasPrefix(imp, toolsModule+"/") {
+				t.Errorf("%s imports %s: the product imports nothing of the tools module", f[0], imp)
+			}
 		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"surge/internal/apitest"
 	"surge/internal/apptest"
 	"surge/internal/testenv"
+	"surge/pkg/admin"
 	"surge/pkg/lock"
 	"surge/pkg/metrics"
 	"surge/pkg/order"
@@ -74,7 +75,7 @@ func TestDashboardPanelsMove(t *testing.T) {
 	gcfg := apptest.GatewayConfig(t, c, "test-token")
 	gcfg.RateLimit.CustomerRate, gcfg.RateLimit.CustomerBurst = 1, 2
 	url, g := apptest.Gateway(t, gcfg, quietLog())
-	admin := apptest.AdminURL(g)
+	adminURL := apptest.AdminURL(g)
 	// A second gateway whose confirm timeout no broker meets: its orders
 	// are answered outcome_unknown, and settle anyway.
 	slow := apptest.GatewayConfig(t, c, "test-token")
@@ -100,7 +101,7 @@ func TestDashboardPanelsMove(t *testing.T) {
 	hc := apitest.Client(t)
 	sku := testenv.Unique("dash-")
 	testenv.CleanupSKU(t, testenv.Redis(t), sku)
-	apptest.PutStock(t, hc, admin, "test-token", sku, 10, "Dashboard item", 900)
+	apptest.PutStock(t, hc, adminURL, "test-token", sku, 10, "Dashboard item", 900)
 	run := testenv.Unique("dc")
 
 	// The sale: 20 buyers for 10 units.
@@ -143,7 +144,7 @@ func TestDashboardPanelsMove(t *testing.T) {
 	// A second SKU for the retry and the unknown outcome.
 	sku2 := testenv.Unique("dash2-")
 	testenv.CleanupSKU(t, testenv.Redis(t), sku2)
-	apptest.PutStock(t, hc, admin, "test-token", sku2, 10, "Dashboard item 2", 900)
+	apptest.PutStock(t, hc, adminURL, "test-token", sku2, 10, "Dashboard item 2", 900)
 	if a := post(t, hc, slowURL, "slow", orderBody(sku2, 1, run+"-slow")); a.Status != http.StatusServiceUnavailable ||
 		a.Error.Code != "outcome_unknown" {
 		t.Fatalf("the gateway that gets no confirm in time answered %d %s, want 503 outcome_unknown", a.Status, a.Error.Code)
@@ -197,7 +198,7 @@ func TestDashboardPanelsMove(t *testing.T) {
 	rec := reconcile.New(rdb, reconcile.StoreLedger{Store: db}, reconcile.Options{StateTTL: c.IdempotencyTTL, Log: quietLog()})
 	rep := rec.Run(ctx, false, sku2)
 	metrics.ReconcileReport(rep)
-	if rep.Summary[reconcile.Repaired] != 1 {
+	if rep.Summary[admin.SKURepaired] != 1 {
 		t.Fatalf("reconcile of %s: %+v, want it repaired", sku2, rep.Summary)
 	}
 

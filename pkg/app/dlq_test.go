@@ -15,7 +15,7 @@ import (
 	"surge/internal/apitest"
 	"surge/internal/testenv"
 	"surge/internal/testkit"
-	"surge/pkg/ops"
+	"surge/pkg/admin"
 	"surge/pkg/order"
 	"surge/pkg/queue"
 )
@@ -56,11 +56,11 @@ func adminDo(t *testing.T, req *http.Request, out any) int {
 }
 
 type dlqListing struct {
-	Count   int          `json:"count"`
-	Letters []ops.Letter `json:"dead_letters"`
+	Count   int            `json:"count"`
+	Letters []admin.Letter `json:"dead_letters"`
 }
 
-func dlqList(t *testing.T, p *pipeline) []ops.Letter {
+func dlqList(t *testing.T, p *pipeline) []admin.Letter {
 	t.Helper()
 	var l dlqListing
 	if code := dlqCall(t, p, http.MethodGet, "/v1/admin/dlq", "", "", &l); code != http.StatusOK || l.Count != len(l.Letters) {
@@ -104,12 +104,12 @@ func TestPoisonAndUnknownSKUThenReplay(t *testing.T) {
 	if err := pub.Publish(ctx, o); err != nil {
 		t.Fatal(err)
 	}
-	var letters []ops.Letter
+	var letters []admin.Letter
 	testkit.WaitFor(t, "two dead letters", 20*time.Second, func() (bool, error) {
 		letters = dlqList(t, p)
 		return len(letters) == 2, nil
 	})
-	reasons := map[string]ops.Letter{}
+	reasons := map[string]admin.Letter{}
 	for _, l := range letters {
 		reasons[l.Reason] = l
 	}
@@ -118,16 +118,16 @@ func TestPoisonAndUnknownSKUThenReplay(t *testing.T) {
 		unknown.LastError == "" || unknown.FirstFailure.IsZero() {
 		t.Fatalf("dead letters %+v, want one malformed (poison-1) and one unknown_sku (%s)", letters, o.ID)
 	}
-	var detail ops.LetterDetail
+	var detail admin.LetterDetail
 	if code := dlqCall(t, p, http.MethodGet, "/v1/admin/dlq/"+bad.ID, "", "", &detail); code != http.StatusOK || detail.BodyText != `{"sku":` {
 		t.Fatalf("show poison: %d %+v", code, detail)
 	}
 
 	p.loadStock(t, sku, 10)
-	var rep ops.Report
+	var rep admin.LetterReport
 	body := fmt.Sprintf(`{"ids":[%q]}`, unknown.ID)
 	if code := dlqCall(t, p, http.MethodPost, "/v1/admin/dlq/replay", body, "dana", &rep); code != http.StatusOK ||
-		rep.Actor != "dana" || len(rep.Items) != 1 || rep.Items[0].Outcome != ops.OutcomeReplayed {
+		rep.Actor != "dana" || len(rep.Items) != 1 || rep.Items[0].Outcome != admin.OutcomeReplayed {
 		t.Fatalf("replay: %d %+v", code, rep)
 	}
 	testkit.WaitFor(t, "the replayed order's invoice", 20*time.Second, func() (bool, error) {
@@ -140,11 +140,11 @@ func TestPoisonAndUnknownSKUThenReplay(t *testing.T) {
 	// worker is stopped so that anything republished stays visible.
 	p.stopW()
 	if code := dlqCall(t, p, http.MethodPost, "/v1/admin/dlq/replay", body, "", &rep); code != http.StatusOK ||
-		len(rep.Items) != 1 || rep.Items[0].Outcome != ops.OutcomeAlreadyInvoiced || rep.Actor != "admin-api" {
+		len(rep.Items) != 1 || rep.Items[0].Outcome != admin.OutcomeAlreadyInvoiced || rep.Actor != "admin-api" {
 		t.Fatalf("second replay: %d %+v, want already_invoiced", code, rep)
 	}
 	if code := dlqCall(t, p, http.MethodPost, "/v1/admin/dlq/replay", `{"all":true}`, "dana", &rep); code != http.StatusOK ||
-		len(rep.Items) != 1 || rep.Items[0].Outcome != ops.OutcomeSkippedMalformed {
+		len(rep.Items) != 1 || rep.Items[0].Outcome != admin.OutcomeSkippedMalformed {
 		t.Fatalf("replay all: %d %+v, want the poison skipped", code, rep)
 	}
 	if n, _, err := queue.QueueDepth(ctx, dlqConn(t, p), topo.Queue); err != nil || n != 0 {
@@ -158,7 +158,7 @@ func TestPoisonAndUnknownSKUThenReplay(t *testing.T) {
 	}
 
 	if code := dlqCall(t, p, http.MethodPost, "/v1/admin/dlq/discard", fmt.Sprintf(`{"ids":[%q]}`, bad.ID), "dana", &rep); code != http.StatusOK ||
-		rep.Items[0].Outcome != ops.OutcomeDiscarded {
+		rep.Items[0].Outcome != admin.OutcomeDiscarded {
 		t.Fatalf("discard poison: %d %+v", code, rep)
 	}
 	if left := dlqList(t, p); len(left) != 0 {
@@ -229,7 +229,7 @@ func TestTransientFailureRetriedThenParked(t *testing.T) {
 	if a.Status != http.StatusAccepted {
 		t.Fatalf("order: %d %+v", a.Status, a.Error)
 	}
-	var letters []ops.Letter
+	var letters []admin.Letter
 	testkit.WaitFor(t, "the order to exhaust its retries", 20*time.Second, func() (bool, error) {
 		letters = dlqList(t, p)
 		return len(letters) == 1, nil
@@ -244,10 +244,10 @@ func TestTransientFailureRetriedThenParked(t *testing.T) {
 	if _, err := p.DB.DB().Exec("RENAME TABLE invoices_away TO invoices"); err != nil {
 		t.Fatal(err)
 	}
-	var rep ops.Report
+	var rep admin.LetterReport
 	body, _ := json.Marshal(map[string]any{"reason": queue.ReasonRetriesExhausted, "since": "1h"})
 	if code := dlqCall(t, p, http.MethodPost, "/v1/admin/dlq/replay", string(body), "erin", &rep); code != http.StatusOK ||
-		len(rep.Items) != 1 || rep.Items[0].Outcome != ops.OutcomeReplayed {
+		len(rep.Items) != 1 || rep.Items[0].Outcome != admin.OutcomeReplayed {
 		t.Fatalf("replay: %d %+v", code, rep)
 	}
 	testkit.WaitFor(t, "the invoice", 20*time.Second, func() (bool, error) {

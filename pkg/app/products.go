@@ -5,11 +5,11 @@ import (
 	"log/slog"
 	"time"
 
+	"surge/pkg/admin"
 	"surge/pkg/cache"
 	"surge/pkg/gateway"
 	"surge/pkg/httpapi"
 	"surge/pkg/metrics"
-	"surge/pkg/ops"
 	"surge/pkg/productview"
 )
 
@@ -31,7 +31,7 @@ type stockAdmin struct {
 
 // Load sets the stock, then forgets this gateway's sold-out hint and
 // invalidates the SKU's cached view.
-func (s stockAdmin) Load(ctx context.Context, sku string, req ops.LoadRequest) (ops.StockReport, error) {
+func (s stockAdmin) Load(ctx context.Context, sku string, req admin.LoadRequest) (admin.StockReport, error) {
 	rep, err := s.StockAdmin.Load(ctx, sku, req)
 	if err == nil {
 		s.hints.Forget(sku)

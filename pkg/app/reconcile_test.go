@@ -13,6 +13,7 @@ import (
 	"surge/internal/apitest"
 	"surge/internal/apptest"
 	"surge/internal/testenv"
+	"surge/pkg/admin"
 	"surge/pkg/app"
 	"surge/pkg/config"
 	"surge/pkg/order"
@@ -24,12 +25,12 @@ import (
 // reconcileAnswer is any answer of POST /v1/admin/reconcile: a report, or
 // an error with the report of the run when there was one.
 type reconcileAnswer struct {
-	reconcile.Report
+	admin.ReconcileReport
 	Error struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
-	Failed *reconcile.Report `json:"report"`
+	Failed *admin.ReconcileReport `json:"report"`
 }
 
 func postReconcile(t *testing.T, p *pipeline, body string) (int, reconcileAnswer) {
@@ -113,12 +114,12 @@ func TestAdminReconcile(t *testing.T) {
 
 	steps := []struct {
 		body    string
-		outcome reconcile.Outcome
+		outcome admin.SKUOutcome
 		sold    int
 	}{
-		{`{"skus":["` + sku + `"],"dry_run":true}`, reconcile.Repaired, 0},
-		{`{"skus":["` + sku + `"]}`, reconcile.Repaired, 2},
-		{`{"skus":["` + sku + `"]}`, reconcile.Consistent, 2},
+		{`{"skus":["` + sku + `"],"dry_run":true}`, admin.SKURepaired, 0},
+		{`{"skus":["` + sku + `"]}`, admin.SKURepaired, 2},
+		{`{"skus":["` + sku + `"]}`, admin.SKUConsistent, 2},
 	}
 	for _, s := range steps {
 		status, a := postReconcile(t, p, s.body)
@@ -132,7 +133,7 @@ func TestAdminReconcile(t *testing.T) {
 	}
 
 	// With no body, every product of the database: the only one here.
-	if status, a := postReconcile(t, p, ""); status != http.StatusOK || len(a.SKUs) != 1 || a.Summary[reconcile.Consistent] != 1 {
+	if status, a := postReconcile(t, p, ""); status != http.StatusOK || len(a.SKUs) != 1 || a.Summary[admin.SKUConsistent] != 1 {
 		t.Errorf("every SKU: %d %+v, want 200 and one consistent SKU", status, a)
 	}
 }
@@ -152,13 +153,13 @@ func TestAdminReconcileAsGatewayUser(t *testing.T) {
 	hold := holdLease(t, testenv.Redis(t), sku)
 	status, a := postReconcile(t, p, `{"skus":["`+sku+`"]}`)
 	if status != http.StatusConflict || a.Error.Code != "conflict" || a.Failed == nil ||
-		a.Failed.SKUs[0].Outcome != reconcile.Busy {
+		a.Failed.SKUs[0].Outcome != admin.SKUBusy {
 		t.Fatalf("while the lease is held: %d %+v, want 409 conflict with a busy report", status, a)
 	}
 	hold()
 
 	status, a = postReconcile(t, p, `{"skus":["`+sku+`"]}`)
-	if status != http.StatusOK || a.SKUs[0].Outcome != reconcile.Repaired {
+	if status != http.StatusOK || a.SKUs[0].Outcome != admin.SKURepaired {
 		t.Fatalf("as surge-gateway: %d %+v, want 200 repaired", status, a)
 	}
 	if v, err := p.Stock.View(context.Background(), sku); err != nil || v.Sold != 2 || v.Avail != 3 {
@@ -169,26 +170,26 @@ func TestAdminReconcileAsGatewayUser(t *testing.T) {
 // TestReconcileBusyAsServiceUsers: the reconciler's and opsctl's users
 // find a SKU busy, not failed, while another run holds its lease.
 func TestReconcileBusyAsServiceUsers(t *testing.T) {
-	admin := testenv.Redis(t)
+	rootRedis := testenv.Redis(t)
 	db := openDB(t, testenv.MySQLDSN(t))
 	if err := db.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	sku := testenv.Unique("acl-rec-")
-	testenv.CleanupSKU(t, admin, sku)
+	testenv.CleanupSKU(t, rootRedis, sku)
 	if _, err := db.SetStock(context.Background(), sku, 3, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := stock.New(admin, stock.Options{}).SetStock(context.Background(), sku, 3, 0); err != nil {
+	if _, err := stock.New(rootRedis, stock.Options{}).SetStock(context.Background(), sku, 3, 0); err != nil {
 		t.Fatal(err)
 	}
-	defer holdLease(t, admin, sku)()
+	defer holdLease(t, rootRedis, sku)()
 	for _, svc := range []string{"reconciler", "ops"} {
 		c := serviceRedis(t, svc)
 		rec := reconcile.New(c.ClusterClient, reconcile.StoreLedger{Store: db}, reconcile.Options{
 			Locker: reconcile.NewRedisLocker(c.ClusterClient, reconcile.LockOptions{Wait: 200 * time.Millisecond}), Log: quietLog()})
 		rep := rec.Run(context.Background(), false, sku)
-		if rep.SKUs[0].Outcome != reconcile.Busy {
+		if rep.SKUs[0].Outcome != admin.SKUBusy {
 			t.Errorf("surge-%s: %+v, want busy", svc, rep.SKUs[0])
 		}
 	}

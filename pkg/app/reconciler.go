@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"surge/pkg/admin"
 	"surge/pkg/config"
 	"surge/pkg/metrics"
 	"surge/pkg/queue"
@@ -85,7 +86,7 @@ func (r *Reconciler) Serve(ctx context.Context) error {
 
 // Once reconciles skus (every product when none), or reports what it
 // would repair with dryRun, then closes the engines.
-func (r *Reconciler) Once(ctx context.Context, dryRun bool, skus ...string) reconcile.Report {
+func (r *Reconciler) Once(ctx context.Context, dryRun bool, skus ...string) admin.ReconcileReport {
 	rep := r.rec.Run(ctx, dryRun, skus...)
 	r.close()
 	return rep

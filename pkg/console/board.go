@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"surge/pkg/ops"
+	"surge/pkg/admin"
 	"surge/pkg/store"
 )
 
@@ -68,7 +68,7 @@ func (c *Console) boardRows(ctx context.Context, query string) boardData {
 
 // row is one SKU's line; MySQL's figures come from the Show when it
 // answered (they are newer than the listing).
-func (c *Console) row(p store.LoadedProduct, rep ops.StockReport, err error) boardRow {
+func (c *Console) row(p store.LoadedProduct, rep admin.StockReport, err error) boardRow {
 	r := boardRow{SKU: p.SKU, Name: p.Name, LoadedAt: p.LoadedAt.UTC().Format("2006-01-02 15:04:05"),
 		MySQLStock: p.Stock, MySQLSold: p.Sold}
 	if err != nil {

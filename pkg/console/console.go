@@ -26,10 +26,10 @@ import (
 	"net/http"
 	"time"
 
+	"surge/pkg/admin"
 	"surge/pkg/gateway"
 	"surge/pkg/ops"
 	"surge/pkg/order"
-	"surge/pkg/reconcile"
 	"surge/pkg/store"
 )
 
@@ -53,7 +53,7 @@ var _ Store = (*store.Store)(nil)
 // StockViewer shows a SKU in Redis and MySQL side by side. *ops.Stock
 // implements it.
 type StockViewer interface {
-	Show(ctx context.Context, sku string) (ops.StockReport, error)
+	Show(ctx context.Context, sku string) (admin.StockReport, error)
 }
 
 // StatusReader answers an order's status as the public API does.
@@ -70,19 +70,19 @@ type OrderStates interface {
 
 // DeadLetters works the dead-letter queue. *ops.DeadLetters implements it.
 type DeadLetters interface {
-	List(ctx context.Context) ([]ops.Letter, error)
-	Show(ctx context.Context, id string) (ops.LetterDetail, error)
-	Replay(ctx context.Context, req ops.ReplayRequest) (ops.Report, error)
-	Discard(ctx context.Context, ids []string, actor string) (ops.Report, error)
-	Discarded(ctx context.Context) ([]ops.LetterDetail, error)
-	Restore(ctx context.Context, ids []string, actor string) (ops.Report, error)
+	List(ctx context.Context) ([]admin.Letter, error)
+	Show(ctx context.Context, id string) (admin.LetterDetail, error)
+	Replay(ctx context.Context, req admin.ReplayRequest) (admin.LetterReport, error)
+	Discard(ctx context.Context, ids []string, actor string) (admin.LetterReport, error)
+	Discarded(ctx context.Context) ([]admin.LetterDetail, error)
+	Restore(ctx context.Context, ids []string, actor string) (admin.LetterReport, error)
 }
 
 var _ DeadLetters = (*ops.DeadLetters)(nil)
 
 // Reconciler runs a reconcile on demand. *ops.Reconcile implements it.
 type Reconciler interface {
-	Run(ctx context.Context, req ops.ReconcileRequest) (reconcile.Report, error)
+	Run(ctx context.Context, req admin.ReconcileRequest) (admin.ReconcileReport, error)
 }
 
 var _ Reconciler = (*ops.Reconcile)(nil)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"surge/pkg/ops"
+	"surge/pkg/admin"
 	"surge/pkg/queue"
 	"surge/pkg/store"
 )
@@ -58,7 +58,7 @@ func (f letterFilter) query(page int) string {
 
 // match applies the filter; since and until are datetime-local values
 // (UTC) or RFC 3339.
-func (f letterFilter) match(l ops.Letter, now time.Time) bool {
+func (f letterFilter) match(l admin.Letter, now time.Time) bool {
 	if f.Reason != "" && l.Reason != f.Reason {
 		return false
 	}
@@ -83,12 +83,12 @@ func parseWhen(s string, now time.Time) (time.Time, bool) {
 			return t, true
 		}
 	}
-	t, err := ops.ParseSince(s, now)
+	t, err := admin.ParseSince(s, now)
 	return t, err == nil
 }
 
 type letterRow struct {
-	ops.Letter
+	admin.Letter
 	DiscardedAt string
 }
 
@@ -173,7 +173,7 @@ func headerTime(h map[string]any, k string) string {
 }
 
 type letterData struct {
-	Letter    ops.LetterDetail
+	Letter    admin.LetterDetail
 	Discarded bool
 	Headers   []headerRow
 	Body      string
@@ -227,8 +227,8 @@ type actionData struct {
 	Action  string
 	IDs     []string
 	Confirm bool
-	Report  ops.Report
-	Letters []ops.Letter
+	Report  admin.LetterReport
+	Letters []admin.Letter
 	Error   string
 }
 
@@ -251,7 +251,7 @@ func (c *Console) replay(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	run := r.PostFormValue("mode") == "run"
-	rep, err := c.Letters.Replay(r.Context(), ops.ReplayRequest{IDs: ids, DryRun: !run, Actor: s.Operator})
+	rep, err := c.Letters.Replay(r.Context(), admin.ReplayRequest{IDs: ids, DryRun: !run, Actor: s.Operator})
 	d := actionData{Action: "replay", IDs: ids, Confirm: !run, Report: rep}
 	if err != nil {
 		d.Error, d.Confirm = err.Error(), false

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"surge/pkg/ops"
+	"surge/pkg/admin"
 )
 
 // TestLetterFilter: the list's filter by reason, SKU and last-failure time
@@ -13,7 +13,7 @@ import (
 // pager links keep the filter.
 func TestLetterFilter(t *testing.T) {
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	l := ops.Letter{Reason: "unknown_sku", SKU: "tshirt-42", LastFailure: now.Add(-30 * time.Minute)}
+	l := admin.Letter{Reason: "unknown_sku", SKU: "tshirt-42", LastFailure: now.Add(-30 * time.Minute)}
 	for q, want := range map[string]bool{
 		"":                           true,
 		"reason=unknown_sku":         true,

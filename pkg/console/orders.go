@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"surge/pkg/admin"
 	"surge/pkg/gateway"
-	"surge/pkg/ops"
 	"surge/pkg/order"
 	"surge/pkg/store"
 )
@@ -74,7 +74,7 @@ type orderData struct {
 	View   gateway.OrderView
 	Row    *store.OrderRow
 	State  string
-	Parked []ops.Letter
+	Parked []admin.Letter
 	Audit  []store.ReplayEntry
 	Path   []step
 	Notes  []string

@@ -6,16 +6,16 @@ import (
 	"strconv"
 	"strings"
 
+	"surge/pkg/admin"
 	"surge/pkg/order"
-	"surge/pkg/reconcile"
 	"surge/pkg/store"
 )
 
 // repairRow is one reconcile_repairs row as the history shows it.
 type repairRow struct {
 	store.RepairEntry
-	Found   reconcile.Found
-	Changed reconcile.Changes
+	Found   admin.Found
+	Changed admin.Changes
 	By      string
 }
 

@@ -7,10 +7,8 @@ import (
 	"sort"
 	"time"
 
-	"surge/pkg/ops"
+	"surge/pkg/admin"
 	"surge/pkg/order"
-	"surge/pkg/reconcile"
-	"surge/pkg/stock"
 	"surge/pkg/store"
 )
 
@@ -35,7 +33,7 @@ type heldRow struct {
 // reconcileResult is a reconcile run as a page shows it: the plan (a dry
 // run) or what was done.
 type reconcileResult struct {
-	Report reconcile.Report
+	Report admin.ReconcileReport
 	Error  string
 }
 
@@ -49,7 +47,7 @@ func (c *Console) skuData(ctx context.Context, sku string) (skuData, error) {
 	}
 	p := store.LoadedProduct{Product: store.Product{SKU: sku}}
 	if rep.MySQL != nil {
-		p.Product = *rep.MySQL
+		p.Product = store.Product(*rep.MySQL)
 	}
 	d := skuData{Row: c.row(p, rep, nil), Reservations: held(rep.Redis)}
 	if d.Orders, err = c.Store.RecentOrders(ctx, sku, recentOrders); err != nil {
@@ -59,7 +57,7 @@ func (c *Console) skuData(ctx context.Context, sku string) (skuData, error) {
 }
 
 // held lists the open reservations, oldest first.
-func held(v stock.View) []heldRow {
+func held(v admin.RedisStock) []heldRow {
 	out := make([]heldRow, 0, len(v.Reservations))
 	for id, h := range v.Reservations {
 		out = append(out, heldRow{OrderID: id, Qty: h.Qty, CustomerID: h.CustomerID, ReservedAt: h.ReservedAt})
@@ -106,7 +104,7 @@ func (c *Console) reconcileSKU(w http.ResponseWriter, r *http.Request, s *sessio
 func (c *Console) runReconcile(ctx context.Context, skus []string, dryRun bool, s *session) reconcileResult {
 	ctx, cancel := context.WithTimeout(ctx, 8*time.Second)
 	defer cancel()
-	rep, err := c.Reconcile.Run(ctx, ops.ReconcileRequest{SKUs: skus, DryRun: dryRun, Actor: s.Operator})
+	rep, err := c.Reconcile.Run(ctx, admin.ReconcileRequest{SKUs: skus, DryRun: dryRun, Actor: s.Operator})
 	res := reconcileResult{Report: rep}
 	if err != nil {
 		res.Error = err.Error()

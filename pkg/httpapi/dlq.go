@@ -5,19 +5,17 @@ import (
 	"net/http"
 	"time"
 
-	"surge/pkg/ops"
+	"surge/pkg/admin"
 )
 
 // DeadLetterAdmin works the dead-letter queue. *ops.DeadLetters
 // implements it.
 type DeadLetterAdmin interface {
-	List(ctx context.Context) ([]ops.Letter, error)
-	Show(ctx context.Context, id string) (ops.LetterDetail, error)
-	Replay(ctx context.Context, req ops.ReplayRequest) (ops.Report, error)
-	Discard(ctx context.Context, ids []string, actor string) (ops.Report, error)
+	List(ctx context.Context) ([]admin.Letter, error)
+	Show(ctx context.Context, id string) (admin.LetterDetail, error)
+	Replay(ctx context.Context, req admin.ReplayRequest) (admin.LetterReport, error)
+	Discard(ctx context.Context, ids []string, actor string) (admin.LetterReport, error)
 }
-
-var _ DeadLetterAdmin = (*ops.DeadLetters)(nil)
 
 // OperatorHeader names the person acting through the admin API; replays
 // and discards are recorded under it, or under DefaultOperator without it.
@@ -34,7 +32,7 @@ const (
 //	POST /v1/admin/dlq/replay   {"ids":[...]} | {"reason","since"} | {"all":true}, "dry_run"
 //	POST /v1/admin/dlq/discard  {"ids":[...]}
 //
-// Replay and discard answer 200 with ops.Report. When they fail midway
+// Replay and discard answer 200 with admin.LetterReport. When they fail midway
 // the error status carries the report of what was done beside "error".
 // Errors keep their full message, which names the engine at fault: the
 // admin API speaks to operators, not to customers.
@@ -53,8 +51,8 @@ type dlqHandlers struct {
 }
 
 type letterList struct {
-	Count   int          `json:"count"`
-	Letters []ops.Letter `json:"dead_letters"`
+	Count   int            `json:"count"`
+	Letters []admin.Letter `json:"dead_letters"`
 }
 
 func (h *dlqHandlers) list(w http.ResponseWriter, r *http.Request) {
@@ -64,7 +62,7 @@ func (h *dlqHandlers) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if letters == nil {
-		letters = []ops.Letter{}
+		letters = []admin.Letter{}
 	}
 	writeJSON(w, http.StatusOK, letterList{Count: len(letters), Letters: letters})
 }
@@ -94,10 +92,10 @@ func (h *dlqHandlers) replay(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err, nil)
 		return
 	}
-	req := ops.ReplayRequest{IDs: body.IDs, Reason: body.Reason, All: body.All, DryRun: body.DryRun, Actor: actor(r)}
+	req := admin.ReplayRequest{IDs: body.IDs, Reason: body.Reason, All: body.All, DryRun: body.DryRun, Actor: actor(r)}
 	if body.Since != "" {
 		var err error
-		if req.Since, err = ops.ParseSince(body.Since, h.now()); err != nil {
+		if req.Since, err = admin.ParseSince(body.Since, h.now()); err != nil {
 			h.fail(w, r, err, nil)
 			return
 		}
@@ -121,7 +119,7 @@ func (h *dlqHandlers) discard(w http.ResponseWriter, r *http.Request) {
 }
 
 // answer writes rep, or err with what was done before the failure.
-func (h *dlqHandlers) answer(w http.ResponseWriter, r *http.Request, rep ops.Report, err error) {
+func (h *dlqHandlers) answer(w http.ResponseWriter, r *http.Request, rep admin.LetterReport, err error) {
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusOK, rep)
@@ -133,7 +131,7 @@ func (h *dlqHandlers) answer(w http.ResponseWriter, r *http.Request, rep ops.Rep
 }
 
 // fail answers err, with rep when some of the work was done.
-func (h *dlqHandlers) fail(w http.ResponseWriter, r *http.Request, err error, rep *ops.Report) {
+func (h *dlqHandlers) fail(w http.ResponseWriter, r *http.Request, err error, rep *admin.LetterReport) {
 	var report any
 	if rep != nil {
 		report = *rep

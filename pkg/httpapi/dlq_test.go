@@ -14,28 +14,28 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"surge/pkg/ops"
+	"surge/pkg/admin"
 	"surge/pkg/order"
 )
 
 // scriptedDLQ answers with fixed results and remembers the requests, to
 // check the HTTP shape of answers the real queue only gives under faults.
 type scriptedDLQ struct {
-	replays  []ops.ReplayRequest
+	replays  []admin.ReplayRequest
 	discards []string
-	report   ops.Report
+	report   admin.LetterReport
 	err      error
 }
 
-func (s *scriptedDLQ) List(context.Context) ([]ops.Letter, error) { return nil, s.err }
-func (s *scriptedDLQ) Show(context.Context, string) (ops.LetterDetail, error) {
-	return ops.LetterDetail{}, s.err
+func (s *scriptedDLQ) List(context.Context) ([]admin.Letter, error) { return nil, s.err }
+func (s *scriptedDLQ) Show(context.Context, string) (admin.LetterDetail, error) {
+	return admin.LetterDetail{}, s.err
 }
-func (s *scriptedDLQ) Replay(_ context.Context, req ops.ReplayRequest) (ops.Report, error) {
+func (s *scriptedDLQ) Replay(_ context.Context, req admin.ReplayRequest) (admin.LetterReport, error) {
 	s.replays = append(s.replays, req)
 	return s.report, s.err
 }
-func (s *scriptedDLQ) Discard(_ context.Context, ids []string, actor string) (ops.Report, error) {
+func (s *scriptedDLQ) Discard(_ context.Context, ids []string, actor string) (admin.LetterReport, error) {
 	s.discards = append(s.discards, actor+":"+strings.Join(ids, ","))
 	return s.report, s.err
 }
@@ -69,7 +69,7 @@ func call(t *testing.T, srv *httptest.Server, method, path, body, operator strin
 }
 
 func TestReplayRequestFromHTTP(t *testing.T) {
-	dl := &scriptedDLQ{report: ops.Report{Action: "replay", Counts: map[string]int{}}}
+	dl := &scriptedDLQ{report: admin.LetterReport{Action: "replay", Counts: map[string]int{}}}
 	srv := dlqServer(t, dl)
 	before := time.Now()
 	call(t, srv, "POST", "/v1/admin/dlq/replay", `{"reason":"unknown_sku","since":"1h","dry_run":true}`, "")
@@ -95,8 +95,8 @@ func TestReplayRequestFromHTTP(t *testing.T) {
 // and what was done before it.
 func TestReplayFailingMidwayKeepsTheReport(t *testing.T) {
 	dl := &scriptedDLQ{
-		report: ops.Report{Action: "replay", Actor: "admin-api", Counts: map[string]int{"replayed": 1, "failed": 1},
-			Items: []ops.Item{{ID: "A", Outcome: "replayed"}, {ID: "B", Outcome: "failed"}}},
+		report: admin.LetterReport{Action: "replay", Actor: "admin-api", Counts: map[string]int{"replayed": 1, "failed": 1},
+			Items: []admin.LetterItem{{ID: "A", Outcome: "replayed"}, {ID: "B", Outcome: "failed"}}},
 		err: fmt.Errorf("replay dead letters: %w: connection to rabbitmq lost", order.ErrUnavailable),
 	}
 	srv := dlqServer(t, dl)
@@ -113,7 +113,7 @@ func TestReplayFailingMidwayKeepsTheReport(t *testing.T) {
 		t.Errorf("report %v, want both results", rep)
 	}
 
-	dl.report = ops.Report{}
+	dl.report = admin.LetterReport{}
 	resp, out = call(t, srv, "GET", "/v1/admin/dlq", "", "")
 	if resp.StatusCode != http.StatusServiceUnavailable || out["report"] != nil {
 		t.Errorf("list with the broker down: %d %v, want a plain 503", resp.StatusCode, out)

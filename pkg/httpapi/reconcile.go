@@ -7,16 +7,13 @@ import (
 	"net/http"
 	"time"
 
-	"surge/pkg/ops"
-	"surge/pkg/reconcile"
+	"surge/pkg/admin"
 )
 
 // ReconcileAdmin runs reconciliations. *ops.Reconcile implements it.
 type ReconcileAdmin interface {
-	Run(ctx context.Context, req ops.ReconcileRequest) (reconcile.Report, error)
+	Run(ctx context.Context, req admin.ReconcileRequest) (admin.ReconcileReport, error)
 }
-
-var _ ReconcileAdmin = (*ops.Reconcile)(nil)
 
 // ReconcileBudget bounds one reconcile request, below the server's write
 // timeout, so that the operator gets the report of what was done rather
@@ -30,7 +27,7 @@ const ReconcileBudget = 8 * time.Second
 //	POST /v1/admin/reconcile  {"skus":[...],"dry_run":bool}, both optional
 //
 // No body, {} or an empty list reconciles every product. It answers 200
-// with the report (reconcile.Report) when every SKU ended consistent or
+// with the report (admin.ReconcileReport) when every SKU ended consistent or
 // repaired; 400 invalid_request for a bad body or SKU and 404 unknown_sku
 // for a SKU MySQL does not know, nothing being reconciled then; 409
 // conflict when a SKU was busy (another run held it: run again) and 503
@@ -47,7 +44,7 @@ type reconcileHandler struct {
 }
 
 func (h *reconcileHandler) reconcile(w http.ResponseWriter, r *http.Request) {
-	var req ops.ReconcileRequest
+	var req admin.ReconcileRequest
 	if err := decodeOptional(w, r, &req); err != nil {
 		h.fail(w, r, err, nil)
 		return
@@ -67,7 +64,7 @@ func (h *reconcileHandler) reconcile(w http.ResponseWriter, r *http.Request) {
 }
 
 // fail answers err, with the report when the run happened.
-func (h *reconcileHandler) fail(w http.ResponseWriter, r *http.Request, err error, rep *reconcile.Report) {
+func (h *reconcileHandler) fail(w http.ResponseWriter, r *http.Request, err error, rep *admin.ReconcileReport) {
 	var report any
 	if rep != nil {
 		report = *rep

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"surge/pkg/admin"
 	"surge/pkg/gateway"
-	"surge/pkg/ops"
 	"surge/pkg/order"
 )
 
@@ -36,8 +36,8 @@ type StatusReader interface {
 
 // StockAdmin loads and shows stock. *ops.Stock implements it.
 type StockAdmin interface {
-	Load(ctx context.Context, sku string, req ops.LoadRequest) (ops.StockReport, error)
-	Show(ctx context.Context, sku string) (ops.StockReport, error)
+	Load(ctx context.Context, sku string, req admin.LoadRequest) (admin.StockReport, error)
+	Show(ctx context.Context, sku string) (admin.StockReport, error)
 }
 
 // Check is one readiness probe: a named dependency and how to ping it.
@@ -191,7 +191,7 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) putStock(w http.ResponseWriter, r *http.Request) {
-	var req ops.LoadRequest
+	var req admin.LoadRequest
 	if err := decode(w, r, &req); err != nil {
 		s.writeError(w, r, err)
 		return

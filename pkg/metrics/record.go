@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"surge/pkg/reconcile"
+	"surge/pkg/admin"
 )
 
 // Drift kinds the reconciler reports. Other kinds are accepted; these are
@@ -34,7 +34,7 @@ func ReconcileRepaired(kind string) { reconcileRepairs.WithLabelValues(kind).Inc
 // ReconcileReport records one reconciler pass from its report: the drift
 // it found and repaired by kind, its duration, and its success (a pass
 // with a failed SKU or a run-level error is an error).
-func ReconcileReport(rep reconcile.Report) {
+func ReconcileReport(rep admin.ReconcileReport) {
 	for _, s := range rep.SKUs {
 		for _, ch := range s.Repairs {
 			for _, kind := range driftOf(ch) {
@@ -46,14 +46,14 @@ func ReconcileReport(rep reconcile.Report) {
 		}
 	}
 	var err error
-	if len(rep.Errors) > 0 || rep.Summary[reconcile.Failed] > 0 {
-		err = fmt.Errorf("reconcile pass: %d failed SKUs, %d run errors", rep.Summary[reconcile.Failed], len(rep.Errors))
+	if len(rep.Errors) > 0 || rep.Summary[admin.SKUFailed] > 0 {
+		err = fmt.Errorf("reconcile pass: %d failed SKUs, %d run errors", rep.Summary[admin.SKUFailed], len(rep.Errors))
 	}
 	ReconcileRun(rep.FinishedAt.Sub(rep.StartedAt), err)
 }
 
 // driftOf names the kinds of drift one round of repairs fixed.
-func driftOf(ch reconcile.Changes) []string {
+func driftOf(ch admin.Changes) []string {
 	var kinds []string
 	add := func(kind string, n int) {
 		for range n {

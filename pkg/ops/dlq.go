@@ -9,6 +9,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"surge/pkg/admin"
 	"surge/pkg/order"
 	"surge/pkg/queue"
 	"surge/pkg/store"
@@ -68,38 +69,14 @@ type DeadLetters struct {
 	DB    OrderLog
 }
 
-// Letter is one parked message as operations see it.
-type Letter struct {
-	ID      string `json:"id"`
-	OrderID string `json:"order_id"`
-	// SKU is empty when the body is not an order.
-	SKU      string `json:"sku"`
-	Reason   string `json:"reason"`
-	Attempts int    `json:"attempts"`
-	// FirstFailure and LastFailure are absent when unknown (a message the
-	// broker parked without surge's headers has no first failure).
-	FirstFailure time.Time `json:"first_failure,omitzero"`
-	LastFailure  time.Time `json:"last_failure,omitzero"`
-	LastError    string    `json:"last_error"`
-}
-
-// LetterDetail is one letter with its headers and body.
-type LetterDetail struct {
-	Letter
-	Headers map[string]any `json:"headers"`
-	// Body is the body when it is JSON; BodyText holds any other body.
-	Body     json.RawMessage `json:"body,omitempty"`
-	BodyText string          `json:"body_text,omitempty"`
-}
-
 // List returns every parked letter, oldest first; the queue is left as it
 // was, same letters in the same order.
-func (s *DeadLetters) List(ctx context.Context) ([]Letter, error) {
+func (s *DeadLetters) List(ctx context.Context) ([]admin.Letter, error) {
 	dead, err := s.Queue.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Letter, len(dead))
+	out := make([]admin.Letter, len(dead))
 	for i, dl := range dead {
 		out[i] = letterOf(dl)
 	}
@@ -109,13 +86,13 @@ func (s *DeadLetters) List(ctx context.Context) ([]Letter, error) {
 // Show returns one parked letter. An id that is not parked wraps
 // order.ErrNotFound, saying how it left the queue when the audit log
 // knows.
-func (s *DeadLetters) Show(ctx context.Context, id string) (LetterDetail, error) {
-	if err := validateIDs([]string{id}); err != nil {
-		return LetterDetail{}, err
+func (s *DeadLetters) Show(ctx context.Context, id string) (admin.LetterDetail, error) {
+	if err := admin.ValidateLetterIDs([]string{id}); err != nil {
+		return admin.LetterDetail{}, err
 	}
 	dead, err := s.Queue.List(ctx)
 	if err != nil {
-		return LetterDetail{}, err
+		return admin.LetterDetail{}, err
 	}
 	for _, dl := range dead {
 		if dl.ID == id {
@@ -128,16 +105,16 @@ func (s *DeadLetters) Show(ctx context.Context, id string) (LetterDetail, error)
 			msg += fmt.Sprintf(" (%s by %s at %s)", r.Outcome, r.Actor, r.At.UTC().Format(time.RFC3339))
 		}
 	}
-	return LetterDetail{}, fmt.Errorf("%s: %w", msg, order.ErrNotFound)
+	return admin.LetterDetail{}, fmt.Errorf("%s: %w", msg, order.ErrNotFound)
 }
 
-func letterOf(dl queue.DeadLetter) Letter {
-	return Letter{ID: dl.ID, OrderID: dl.OrderID, SKU: dl.SKU, Reason: dl.Reason, Attempts: dl.Attempts,
+func letterOf(dl queue.DeadLetter) admin.Letter {
+	return admin.Letter{ID: dl.ID, OrderID: dl.OrderID, SKU: dl.SKU, Reason: dl.Reason, Attempts: dl.Attempts,
 		FirstFailure: dl.FirstFailure, LastFailure: dl.LastFailure, LastError: dl.LastError}
 }
 
-func detailOf(dl queue.DeadLetter) LetterDetail {
-	d := LetterDetail{Letter: letterOf(dl), Headers: map[string]any{}}
+func detailOf(dl queue.DeadLetter) admin.LetterDetail {
+	d := admin.LetterDetail{Letter: letterOf(dl), Headers: map[string]any{}}
 	for k, v := range dl.Headers {
 		d.Headers[k] = plainHeader(v)
 	}
@@ -169,39 +146,4 @@ func plainHeader(v any) any {
 		return out
 	}
 	return v
-}
-
-// validateIDs checks dead-letter ids as given on a command line or in a
-// request body.
-func validateIDs(ids []string) error {
-	for _, id := range ids {
-		if id == "" || len(id) > 64 || strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r > '~' }) {
-			return order.Invalid("dead letter id %q is malformed (ids are shown by dlq list)", id)
-		}
-	}
-	return nil
-}
-
-// validateActor checks who is acting, as recorded in the audit log.
-func validateActor(actor string) error {
-	if actor == "" {
-		return order.Invalid("the operator's name is required (it is recorded with every replay)")
-	}
-	if len(actor) > 64 || strings.ContainsFunc(actor, func(r rune) bool { return r < ' ' || r > '~' }) {
-		return order.Invalid("operator name must be 1-64 printable ASCII characters")
-	}
-	return nil
-}
-
-// ParseSince reads a --since value: an RFC 3339 time, or a duration
-// counted back from now ("90m" means the last 90 minutes).
-func ParseSince(s string, now time.Time) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return time.Time{}, order.Invalid("since %q: want an RFC 3339 time (2006-01-02T15:04:05Z) or a positive duration (90m)", s)
-	}
-	return now.Add(-d), nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"surge/pkg/admin"
 	"surge/pkg/order"
 )
 
@@ -17,15 +18,15 @@ import (
 // order.ErrNotFound before anything changes. MySQL is read before the
 // queue is touched, so an audit record cannot be refused by a MySQL that
 // was already down.
-func (s *DeadLetters) Discard(ctx context.Context, ids []string, actor string) (Report, error) {
-	rep := Report{Action: "discard", Actor: actor, Counts: map[string]int{}}
+func (s *DeadLetters) Discard(ctx context.Context, ids []string, actor string) (admin.LetterReport, error) {
+	rep := admin.LetterReport{Action: "discard", Actor: actor, Counts: map[string]int{}}
 	if len(ids) == 0 {
 		return rep, order.Invalid("name the dead letters to discard (dlq list shows their ids)")
 	}
-	if err := validateIDs(ids); err != nil {
+	if err := admin.ValidateLetterIDs(ids); err != nil {
 		return rep, err
 	}
-	if err := validateActor(actor); err != nil {
+	if err := admin.ValidateActor(actor); err != nil {
 		return rep, err
 	}
 	dead, err := s.Queue.List(ctx)
@@ -37,10 +38,10 @@ func (s *DeadLetters) Discard(ctx context.Context, ids []string, actor string) (
 	if err != nil {
 		return rep, err
 	}
-	items := make([]Item, len(selected))
+	items := make([]admin.LetterItem, len(selected))
 	parked := make([]string, len(selected))
 	for i, dl := range selected {
-		items[i] = Item{ID: dl.ID, OrderID: dl.OrderID, SKU: dl.SKU, Outcome: OutcomeDiscarded}
+		items[i] = admin.LetterItem{ID: dl.ID, OrderID: dl.OrderID, SKU: dl.SKU, Outcome: admin.OutcomeDiscarded}
 		if items[i].Detail, err = s.orderState(ctx, dl.OrderID); err != nil {
 			return rep, err
 		}
@@ -59,14 +60,14 @@ func (s *DeadLetters) Discard(ctx context.Context, ids []string, actor string) (
 	}
 	for _, it := range items {
 		if !removed[it.ID] {
-			it.Outcome, it.Detail = OutcomeFailed, "still parked"
-		} else if err := s.DB.RecordReplay(ctx, it.ID, it.OrderID, actor, OutcomeDiscarded); err != nil {
+			it.Outcome, it.Detail = admin.OutcomeFailed, "still parked"
+		} else if err := s.DB.RecordReplay(ctx, it.ID, it.OrderID, actor, admin.OutcomeDiscarded); err != nil {
 			errs = append(errs, fmt.Errorf("record discard of dead letter %s in the audit log: %w", it.ID, unavailable(err)))
 		}
-		rep.add(it)
+		rep.Add(it)
 	}
 	for _, it := range gone {
-		rep.add(it)
+		rep.Add(it)
 	}
 	return rep, errors.Join(errs...)
 }

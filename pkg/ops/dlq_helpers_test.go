@@ -14,6 +14,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"surge/internal/testenv"
+	"surge/pkg/admin"
 	"surge/pkg/ops"
 	"surge/pkg/order"
 	"surge/pkg/queue"
@@ -154,7 +155,7 @@ func (e *dlqEnv) audit(t *testing.T) []string {
 }
 
 // outcomes returns "id outcome" per report item.
-func outcomes(rep ops.Report) []string {
+func outcomes(rep admin.LetterReport) []string {
 	out := []string{}
 	for _, it := range rep.Items {
 		out = append(out, it.ID+" "+it.Outcome)

@@ -8,104 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"surge/pkg/admin"
 	"surge/pkg/order"
 	"surge/pkg/queue"
 	"surge/pkg/store"
 )
-
-// Outcomes of a replay or discard, per dead letter. The audit log
-// (dlq_replays) records replayed, already_invoiced, already_rejected and
-// discarded.
-const (
-	// OutcomeReplayed: republished (confirmed) and removed from the dead
-	// queue; the worker processes it again.
-	OutcomeReplayed = "replayed"
-	// OutcomeWouldReplay is OutcomeReplayed in a dry run.
-	OutcomeWouldReplay = "would_replay"
-	// OutcomeAlreadyInvoiced and OutcomeAlreadyRejected: MySQL already
-	// holds the order's final outcome. The letter is not republished; it
-	// is removed (in a dry run, it would be), since replaying it can change
-	// nothing.
-	OutcomeAlreadyInvoiced = "already_invoiced"
-	OutcomeAlreadyRejected = "already_rejected"
-	// OutcomeAlreadyReplayed: the letter left the queue by an earlier
-	// replay and its order is not final yet; nothing was done.
-	OutcomeAlreadyReplayed = "already_replayed"
-	// OutcomeAlreadyDiscarded: the letter was discarded earlier; nothing
-	// was done.
-	OutcomeAlreadyDiscarded = "already_discarded"
-	// OutcomeSkippedMalformed: selected by a filter, but its body is not
-	// an order, so a replay could only park it again. It stays parked.
-	OutcomeSkippedMalformed = "skipped_malformed"
-	// OutcomeDiscarded: removed by a discard.
-	OutcomeDiscarded = "discarded"
-	// OutcomeFailed: the action failed; the letter is still parked.
-	OutcomeFailed = "failed"
-)
-
-// ReplayRequest selects dead letters to replay: either IDs, or a filter
-// (Reason and/or Since), or All. Giving none, or IDs together with a
-// filter, or All together with a filter, is refused.
-type ReplayRequest struct {
-	IDs []string `json:"ids,omitempty"`
-	// Reason selects letters parked with this reason.
-	Reason string `json:"reason,omitempty"`
-	// Since selects letters whose last failure is at or after it.
-	Since  time.Time `json:"since,omitzero"`
-	All    bool      `json:"all,omitempty"`
-	DryRun bool      `json:"dry_run,omitempty"`
-	// Actor is who asks, recorded in the audit log.
-	Actor string `json:"actor"`
-}
-
-// Validate checks the selection, the ids and the actor.
-func (r ReplayRequest) Validate() error {
-	filter := r.Reason != "" || !r.Since.IsZero()
-	switch {
-	case len(r.IDs) == 0 && !filter && !r.All:
-		return order.Invalid("say what to replay: dead letter ids, --reason, --since or --all")
-	case len(r.IDs) > 0 && (filter || r.All):
-		return order.Invalid("give either dead letter ids or a selection (--reason, --since, --all), not both")
-	case r.All && filter:
-		return order.Invalid("--all selects every dead letter: drop it to select by --reason or --since")
-	}
-	if err := validateIDs(r.IDs); err != nil {
-		return err
-	}
-	return validateActor(r.Actor)
-}
-
-func (r ReplayRequest) matches(dl queue.DeadLetter) bool {
-	if r.Reason != "" && dl.Reason != r.Reason {
-		return false
-	}
-	return r.Since.IsZero() || !dl.LastFailure.Before(r.Since)
-}
-
-// Item is what happened to one dead letter.
-type Item struct {
-	ID      string `json:"id"`
-	OrderID string `json:"order_id"`
-	SKU     string `json:"sku,omitempty"`
-	Outcome string `json:"outcome"`
-	Detail  string `json:"detail,omitempty"`
-}
-
-// Report is the answer to a replay or discard: one item per selected
-// letter (parked ones in queue order, then named ones no longer parked)
-// and how many ended with each outcome.
-type Report struct {
-	Action string         `json:"action"`
-	DryRun bool           `json:"dry_run"`
-	Actor  string         `json:"actor"`
-	Items  []Item         `json:"results"`
-	Counts map[string]int `json:"counts"`
-}
-
-func (r *Report) add(it Item) {
-	r.Items = append(r.Items, it)
-	r.Counts[it.Outcome]++
-}
 
 // Replay republishes the selected dead letters so the worker processes
 // them again. Before anything changes it checks each order in MySQL: one
@@ -117,8 +24,8 @@ func (r *Report) add(it Item) {
 // order.ErrNotFound before anything changes. Each action is recorded with
 // req.Actor. On a broker failure midway the report holds what was done
 // and the error wraps order.ErrUnavailable.
-func (s *DeadLetters) Replay(ctx context.Context, req ReplayRequest) (Report, error) {
-	rep := Report{Action: "replay", DryRun: req.DryRun, Actor: req.Actor, Counts: map[string]int{}}
+func (s *DeadLetters) Replay(ctx context.Context, req admin.ReplayRequest) (admin.LetterReport, error) {
+	rep := admin.LetterReport{Action: "replay", DryRun: req.DryRun, Actor: req.Actor, Counts: map[string]int{}}
 	if err := req.Validate(); err != nil {
 		return rep, err
 	}
@@ -128,16 +35,16 @@ func (s *DeadLetters) Replay(ctx context.Context, req ReplayRequest) (Report, er
 	}
 	if req.DryRun {
 		for _, p := range plan.parked {
-			rep.add(p.dryRun())
+			rep.Add(p.dryRun())
 		}
 		for _, it := range plan.gone {
-			rep.add(it)
+			rep.Add(it)
 		}
 		return rep, nil
 	}
 	err = s.execute(ctx, plan.parked, &rep)
 	for _, it := range plan.gone {
-		rep.add(it)
+		rep.Add(it)
 	}
 	return rep, err
 }
@@ -149,16 +56,16 @@ type planned struct {
 	detail  string
 }
 
-func (p planned) item() Item {
-	return Item{ID: p.letter.ID, OrderID: p.letter.OrderID, SKU: p.letter.SKU, Outcome: p.outcome, Detail: p.detail}
+func (p planned) item() admin.LetterItem {
+	return admin.LetterItem{ID: p.letter.ID, OrderID: p.letter.OrderID, SKU: p.letter.SKU, Outcome: p.outcome, Detail: p.detail}
 }
 
-func (p planned) dryRun() Item {
+func (p planned) dryRun() admin.LetterItem {
 	it := p.item()
 	switch p.outcome {
-	case OutcomeReplayed:
-		it.Outcome = OutcomeWouldReplay
-	case OutcomeAlreadyInvoiced, OutcomeAlreadyRejected:
+	case admin.OutcomeReplayed:
+		it.Outcome = admin.OutcomeWouldReplay
+	case admin.OutcomeAlreadyInvoiced, admin.OutcomeAlreadyRejected:
 		it.Detail += "; the dead letter would be removed"
 	}
 	return it
@@ -166,17 +73,17 @@ func (p planned) dryRun() Item {
 
 type replayPlan struct {
 	parked []planned
-	gone   []Item // named ids no longer parked
+	gone   []admin.LetterItem // named ids no longer parked
 }
 
 // plan reads the queue and MySQL, and decides; it changes nothing.
-func (s *DeadLetters) plan(ctx context.Context, req ReplayRequest) (replayPlan, error) {
+func (s *DeadLetters) plan(ctx context.Context, req admin.ReplayRequest) (replayPlan, error) {
 	dead, err := s.Queue.List(ctx)
 	if err != nil {
 		return replayPlan{}, err
 	}
 	var plan replayPlan
-	selected, missing := selectLetters(dead, req.IDs, req.matches)
+	selected, missing := selectLetters(dead, req.IDs, func(dl queue.DeadLetter) bool { return req.Matches(letterOf(dl)) })
 	for _, dl := range selected {
 		p, err := s.planOne(ctx, dl, len(req.IDs) > 0)
 		if err != nil {
@@ -189,12 +96,12 @@ func (s *DeadLetters) plan(ctx context.Context, req ReplayRequest) (replayPlan, 
 }
 
 func (s *DeadLetters) planOne(ctx context.Context, dl queue.DeadLetter, named bool) (planned, error) {
-	p := planned{letter: dl, outcome: OutcomeReplayed}
+	p := planned{letter: dl, outcome: admin.OutcomeReplayed}
 	if _, err := orderOf(dl); err != nil {
 		if named {
 			return p, order.Invalid("dead letter %s cannot be replayed, its body is not an order (%v): discard it", dl.ID, err)
 		}
-		p.outcome, p.detail = OutcomeSkippedMalformed, "the body is not an order; discard it"
+		p.outcome, p.detail = admin.OutcomeSkippedMalformed, "the body is not an order; discard it"
 		return p, nil
 	}
 	rec, err := s.DB.Order(ctx, dl.OrderID)
@@ -212,19 +119,19 @@ func (s *DeadLetters) planOne(ctx context.Context, dl queue.DeadLetter, named bo
 // finalOutcome describes an order MySQL already settled.
 func finalOutcome(rec store.OrderRecord) (outcome, detail string) {
 	if order.Status(rec.Status) == order.StatusRejected {
-		return OutcomeAlreadyRejected, fmt.Sprintf("order rejected (%s)", rec.Reason)
+		return admin.OutcomeAlreadyRejected, fmt.Sprintf("order rejected (%s)", rec.Reason)
 	}
-	return OutcomeAlreadyInvoiced, fmt.Sprintf("order invoiced (invoice %d)", rec.InvoiceID)
+	return admin.OutcomeAlreadyInvoiced, fmt.Sprintf("order invoiced (invoice %d)", rec.InvoiceID)
 }
 
 // execute replays and removes what plan decided, then records it.
-func (s *DeadLetters) execute(ctx context.Context, plan []planned, rep *Report) error {
+func (s *DeadLetters) execute(ctx context.Context, plan []planned, rep *admin.LetterReport) error {
 	var replay, remove []string
 	for _, p := range plan {
 		switch p.outcome {
-		case OutcomeReplayed:
+		case admin.OutcomeReplayed:
 			replay = append(replay, p.letter.ID)
-		case OutcomeAlreadyInvoiced, OutcomeAlreadyRejected:
+		case admin.OutcomeAlreadyInvoiced, admin.OutcomeAlreadyRejected:
 			remove = append(remove, p.letter.ID)
 		}
 	}
@@ -250,8 +157,8 @@ func (s *DeadLetters) execute(ctx context.Context, plan []planned, rep *Report) 
 	}
 	for _, p := range plan {
 		it := p.item()
-		if err, ok := done[p.letter.ID]; p.outcome != OutcomeSkippedMalformed && (!ok || err != nil) {
-			it.Outcome, it.Detail = OutcomeFailed, "still parked"
+		if err, ok := done[p.letter.ID]; p.outcome != admin.OutcomeSkippedMalformed && (!ok || err != nil) {
+			it.Outcome, it.Detail = admin.OutcomeFailed, "still parked"
 			if err != nil {
 				it.Detail += ": " + err.Error()
 			}
@@ -259,18 +166,18 @@ func (s *DeadLetters) execute(ctx context.Context, plan []planned, rep *Report) 
 			if err := s.DB.RecordReplay(ctx, it.ID, it.OrderID, rep.Actor, it.Outcome); err != nil {
 				errs = append(errs, fmt.Errorf("record %s of dead letter %s in the audit log: %w", it.Outcome, it.ID, unavailable(err)))
 			}
-			if it.Outcome != OutcomeReplayed {
+			if it.Outcome != admin.OutcomeReplayed {
 				it.Detail += "; the dead letter was removed"
 			}
 		}
-		rep.add(it)
+		rep.Add(it)
 	}
 	return errors.Join(errs...)
 }
 
 // notParked reports named ids that are not in the queue from the audit
 // log, or fails with order.ErrNotFound naming those it never saw.
-func (s *DeadLetters) notParked(ctx context.Context, ids []string) ([]Item, error) {
+func (s *DeadLetters) notParked(ctx context.Context, ids []string) ([]admin.LetterItem, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -279,7 +186,7 @@ func (s *DeadLetters) notParked(ctx context.Context, ids []string) ([]Item, erro
 		return nil, fmt.Errorf("look up dead letters no longer parked: %w", unavailable(err))
 	}
 	var unknown []string
-	var items []Item
+	var items []admin.LetterItem
 	for _, id := range ids {
 		r, ok := log[id]
 		if !ok {
@@ -300,12 +207,12 @@ func (s *DeadLetters) notParked(ctx context.Context, ids []string) ([]Item, erro
 }
 
 // pastItem reports a letter that already left the queue.
-func (s *DeadLetters) pastItem(ctx context.Context, r store.ReplayRecord) (Item, error) {
-	it := Item{ID: r.DeadLetterID, OrderID: r.OrderID,
+func (s *DeadLetters) pastItem(ctx context.Context, r store.ReplayRecord) (admin.LetterItem, error) {
+	it := admin.LetterItem{ID: r.DeadLetterID, OrderID: r.OrderID,
 		Detail: fmt.Sprintf("%s by %s at %s", r.Outcome, r.Actor, r.At.UTC().Format(time.RFC3339))}
-	it.Outcome = OutcomeAlreadyDiscarded
-	if r.Outcome == OutcomeReplayed {
-		it.Outcome = OutcomeAlreadyReplayed
+	it.Outcome = admin.OutcomeAlreadyDiscarded
+	if r.Outcome == admin.OutcomeReplayed {
+		it.Outcome = admin.OutcomeAlreadyReplayed
 	}
 	if order.ValidateID(r.OrderID) != nil {
 		return it, nil
@@ -313,7 +220,7 @@ func (s *DeadLetters) pastItem(ctx context.Context, r store.ReplayRecord) (Item,
 	rec, err := s.DB.Order(ctx, r.OrderID)
 	switch {
 	case errors.Is(err, order.ErrNotFound):
-		if it.Outcome == OutcomeAlreadyReplayed {
+		if it.Outcome == admin.OutcomeAlreadyReplayed {
 			it.Detail += "; the order is not processed yet"
 		}
 	case err != nil:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"surge/pkg/admin"
 	"surge/pkg/order"
 	"surge/pkg/queue"
 )
@@ -31,12 +32,9 @@ func (q QueueDead) RestoreDiscarded(ctx context.Context, ids []string) ([]string
 	return queue.RestoreDiscarded(ctx, q.Conn, q.Topology, ids)
 }
 
-// OutcomeRestored: a discarded letter parked again.
-const OutcomeRestored = "restored"
-
 // Discarded returns the discarded letters still kept (queue.DiscardedTTL),
 // with their headers and bodies, oldest discard first.
-func (s *DeadLetters) Discarded(ctx context.Context) ([]LetterDetail, error) {
+func (s *DeadLetters) Discarded(ctx context.Context) ([]admin.LetterDetail, error) {
 	kc, err := s.kept()
 	if err != nil {
 		return nil, err
@@ -45,7 +43,7 @@ func (s *DeadLetters) Discarded(ctx context.Context) ([]LetterDetail, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]LetterDetail, len(dead))
+	out := make([]admin.LetterDetail, len(dead))
 	for i, dl := range dead {
 		out[i] = detailOf(dl)
 	}
@@ -54,15 +52,15 @@ func (s *DeadLetters) Discarded(ctx context.Context) ([]LetterDetail, error) {
 
 // Restore parks the named discarded letters in the dead queue again, as
 // they were, and records each restore with actor in the audit log.
-func (s *DeadLetters) Restore(ctx context.Context, ids []string, actor string) (Report, error) {
-	rep := Report{Action: "restore", Actor: actor, Counts: map[string]int{}}
+func (s *DeadLetters) Restore(ctx context.Context, ids []string, actor string) (admin.LetterReport, error) {
+	rep := admin.LetterReport{Action: "restore", Actor: actor, Counts: map[string]int{}}
 	if len(ids) == 0 {
 		return rep, order.Invalid("name the discarded letters to restore")
 	}
-	if err := validateIDs(ids); err != nil {
+	if err := admin.ValidateLetterIDs(ids); err != nil {
 		return rep, err
 	}
-	if err := validateActor(actor); err != nil {
+	if err := admin.ValidateActor(actor); err != nil {
 		return rep, err
 	}
 	kc, err := s.kept()
@@ -87,13 +85,13 @@ func (s *DeadLetters) Restore(ctx context.Context, ids []string, actor string) (
 		errs = append(errs, changed(err))
 	}
 	for _, dl := range selected {
-		it := Item{ID: dl.ID, OrderID: dl.OrderID, SKU: dl.SKU, Outcome: OutcomeRestored, Detail: "parked again"}
+		it := admin.LetterItem{ID: dl.ID, OrderID: dl.OrderID, SKU: dl.SKU, Outcome: admin.OutcomeRestored, Detail: "parked again"}
 		if !done[dl.ID] {
-			it.Outcome, it.Detail = OutcomeFailed, "still discarded"
-		} else if err := s.DB.RecordReplay(ctx, dl.ID, dl.OrderID, actor, OutcomeRestored); err != nil {
+			it.Outcome, it.Detail = admin.OutcomeFailed, "still discarded"
+		} else if err := s.DB.RecordReplay(ctx, dl.ID, dl.OrderID, actor, admin.OutcomeRestored); err != nil {
 			errs = append(errs, fmt.Errorf("record restore of %s in the audit log: %w", dl.ID, unavailable(err)))
 		}
-		rep.add(it)
+		rep.Add(it)
 	}
 	return rep, errors.Join(errs...)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"surge/internal/testenv"
+	"surge/pkg/admin"
 	"surge/pkg/ops"
 	"surge/pkg/order"
 	"surge/pkg/queue"
@@ -34,7 +35,7 @@ func TestListAndShow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := ops.Letter{ID: want[0], OrderID: o.ID, SKU: e.sku, Reason: order.ReasonUnknownSKU, Attempts: 1,
+	first := admin.Letter{ID: want[0], OrderID: o.ID, SKU: e.sku, Reason: order.ReasonUnknownSKU, Attempts: 1,
 		FirstFailure: at, LastFailure: at, LastError: "cause of unknown_sku"}
 	if diff := cmp.Diff(first, letters[0]); diff != "" {
 		t.Errorf("first letter (-want +got):\n%s", diff)
@@ -65,7 +66,7 @@ func TestReplayIsSafeToRepeat(t *testing.T) {
 	first := e.parkOrder(t, o, order.ReasonUnknownSKU, time.Now())
 	twin := e.parkOrder(t, o, order.ReasonUnknownSKU, time.Now()) // parked twice (at-least-once)
 
-	rep, err := e.svc.Replay(ctx, ops.ReplayRequest{IDs: []string{first}, Actor: "alice"})
+	rep, err := e.svc.Replay(ctx, admin.ReplayRequest{IDs: []string{first}, Actor: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestReplayIsSafeToRepeat(t *testing.T) {
 		t.Errorf("work queue (-want +got):\n%s", diff)
 	}
 
-	again, err := e.svc.Replay(ctx, ops.ReplayRequest{IDs: []string{first}, Actor: "bob"})
+	again, err := e.svc.Replay(ctx, admin.ReplayRequest{IDs: []string{first}, Actor: "bob"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestReplayIsSafeToRepeat(t *testing.T) {
 	}
 
 	e.invoice(t, o) // the worker processed the replayed order
-	final, err := e.svc.Replay(ctx, ops.ReplayRequest{IDs: []string{twin, first}, Actor: "carol"})
+	final, err := e.svc.Replay(ctx, admin.ReplayRequest{IDs: []string{twin, first}, Actor: "carol"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,18 +121,18 @@ func TestReplaySelection(t *testing.T) {
 
 	tests := []struct {
 		name string
-		req  ops.ReplayRequest
+		req  admin.ReplayRequest
 		want []string
 	}{
-		{"by reason", ops.ReplayRequest{Reason: order.ReasonUnknownSKU},
+		{"by reason", admin.ReplayRequest{Reason: order.ReasonUnknownSKU},
 			[]string{unknownOld + " would_replay", unknownNew + " would_replay"}},
-		{"since", ops.ReplayRequest{Since: time.Now().Add(-time.Hour)},
+		{"since", admin.ReplayRequest{Since: time.Now().Add(-time.Hour)},
 			[]string{exhausted + " would_replay", malformed + " skipped_malformed", unknownNew + " would_replay"}},
-		{"reason and since", ops.ReplayRequest{Reason: order.ReasonUnknownSKU, Since: time.Now().Add(-time.Hour)},
+		{"reason and since", admin.ReplayRequest{Reason: order.ReasonUnknownSKU, Since: time.Now().Add(-time.Hour)},
 			[]string{unknownNew + " would_replay"}},
-		{"all", ops.ReplayRequest{All: true},
+		{"all", admin.ReplayRequest{All: true},
 			[]string{unknownOld + " would_replay", exhausted + " would_replay", malformed + " skipped_malformed", unknownNew + " would_replay"}},
-		{"nothing matches", ops.ReplayRequest{Reason: "no_such_reason"}, []string{}},
+		{"nothing matches", admin.ReplayRequest{Reason: "no_such_reason"}, []string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,11 +161,11 @@ func TestReplaySelection(t *testing.T) {
 	}
 
 	// The real thing, by reason: the others stay parked, in order.
-	rep, err := e.svc.Replay(ctx, ops.ReplayRequest{Reason: order.ReasonUnknownSKU, Actor: "alice"})
+	rep, err := e.svc.Replay(ctx, admin.ReplayRequest{Reason: order.ReasonUnknownSKU, Actor: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Counts[ops.OutcomeReplayed] != 2 {
+	if rep.Counts[admin.OutcomeReplayed] != 2 {
 		t.Errorf("counts %v, want 2 replayed", rep.Counts)
 	}
 	if diff := cmp.Diff([]string{exhausted, malformed}, e.ids(t)); diff != "" {
@@ -186,16 +187,16 @@ func TestMistakesChangeNothing(t *testing.T) {
 	bad := e.park(t, "", []byte("nope"), order.ReasonMalformed, time.Now())
 	tests := []struct {
 		name string
-		req  ops.ReplayRequest
+		req  admin.ReplayRequest
 		want error
 	}{
-		{"no selection", ops.ReplayRequest{Actor: "a"}, order.ErrInvalid},
-		{"ids and a filter", ops.ReplayRequest{IDs: []string{good}, Reason: "x", Actor: "a"}, order.ErrInvalid},
-		{"all and a filter", ops.ReplayRequest{All: true, Reason: "x", Actor: "a"}, order.ErrInvalid},
-		{"no actor", ops.ReplayRequest{IDs: []string{good}}, order.ErrInvalid},
-		{"malformed id", ops.ReplayRequest{IDs: []string{"has space"}, Actor: "a"}, order.ErrInvalid},
-		{"unknown id among good ones", ops.ReplayRequest{IDs: []string{good, "01UNKNOWN"}, Actor: "a"}, order.ErrNotFound},
-		{"a letter that is not an order", ops.ReplayRequest{IDs: []string{bad}, Actor: "a"}, order.ErrInvalid},
+		{"no selection", admin.ReplayRequest{Actor: "a"}, order.ErrInvalid},
+		{"ids and a filter", admin.ReplayRequest{IDs: []string{good}, Reason: "x", Actor: "a"}, order.ErrInvalid},
+		{"all and a filter", admin.ReplayRequest{All: true, Reason: "x", Actor: "a"}, order.ErrInvalid},
+		{"no actor", admin.ReplayRequest{IDs: []string{good}}, order.ErrInvalid},
+		{"malformed id", admin.ReplayRequest{IDs: []string{"has space"}, Actor: "a"}, order.ErrInvalid},
+		{"unknown id among good ones", admin.ReplayRequest{IDs: []string{good, "01UNKNOWN"}, Actor: "a"}, order.ErrNotFound},
+		{"a letter that is not an order", admin.ReplayRequest{IDs: []string{bad}, Actor: "a"}, order.ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -275,7 +276,7 @@ func TestBrokerDown(t *testing.T) {
 	if _, err := svc.List(ctx); !errors.Is(err, order.ErrUnavailable) {
 		t.Errorf("list = %v, want ErrUnavailable", err)
 	}
-	if _, err := svc.Replay(ctx, ops.ReplayRequest{IDs: []string{id}, Actor: "a"}); !errors.Is(err, order.ErrUnavailable) {
+	if _, err := svc.Replay(ctx, admin.ReplayRequest{IDs: []string{id}, Actor: "a"}); !errors.Is(err, order.ErrUnavailable) {
 		t.Errorf("replay = %v, want ErrUnavailable", err)
 	}
 	if _, err := svc.Discard(ctx, []string{id}, "a"); !errors.Is(err, order.ErrUnavailable) {
@@ -302,7 +303,7 @@ func TestParseSince(t *testing.T) {
 		{"yesterday", time.Time{}, false},
 	}
 	for _, tt := range tests {
-		got, err := ops.ParseSince(tt.in, now)
+		got, err := admin.ParseSince(tt.in, now)
 		if (err == nil) != tt.ok || !got.Equal(tt.want) {
 			t.Errorf("ParseSince(%q) = %v, %v", tt.in, got, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"surge/pkg/admin"
 	"surge/pkg/order"
 	"surge/pkg/reconcile"
 	"surge/pkg/store"
@@ -15,7 +16,7 @@ import (
 
 // Reconciler runs a reconciliation. *reconcile.Reconciler implements it.
 type Reconciler interface {
-	Run(ctx context.Context, dryRun bool, skus ...string) reconcile.Report
+	Run(ctx context.Context, dryRun bool, skus ...string) admin.ReconcileReport
 }
 
 var _ Reconciler = (*reconcile.Reconciler)(nil)
@@ -35,25 +36,6 @@ type Reconcile struct {
 	DB  ProductLookup
 }
 
-// ReconcileRequest names the SKUs to reconcile, none meaning every
-// product, and whether to only report what would be repaired.
-type ReconcileRequest struct {
-	SKUs   []string `json:"skus"`
-	DryRun bool     `json:"dry_run"`
-	// Actor is who asks, recorded with each repair ("" is the schedule).
-	Actor string `json:"-"`
-}
-
-// Validate checks every SKU's syntax.
-func (r ReconcileRequest) Validate() error {
-	for _, sku := range r.SKUs {
-		if err := order.ValidateSKU(sku); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Run checks the request and that MySQL knows every SKU it names, then
 // reconciles them one at a time and returns the report.
 //
@@ -64,18 +46,18 @@ func (r ReconcileRequest) Validate() error {
 // every SKU ended consistent or repaired; otherwise it comes beside the
 // report and wraps order.ErrUnavailable when a SKU or the run failed, or
 // order.ErrConflict when SKUs were busy and none failed (run again).
-func (s *Reconcile) Run(ctx context.Context, req ReconcileRequest) (reconcile.Report, error) {
+func (s *Reconcile) Run(ctx context.Context, req admin.ReconcileRequest) (admin.ReconcileReport, error) {
 	if err := req.Validate(); err != nil {
-		return reconcile.Report{}, err
+		return admin.ReconcileReport{}, err
 	}
 	skus := distinct(req.SKUs)
 	for _, sku := range skus {
 		_, err := s.DB.Product(ctx, sku)
 		switch {
 		case errors.Is(err, order.ErrUnknownSKU):
-			return reconcile.Report{}, fmt.Errorf("sku %q: %w", sku, order.ErrUnknownSKU)
+			return admin.ReconcileReport{}, fmt.Errorf("sku %q: %w", sku, order.ErrUnknownSKU)
 		case err != nil:
-			return reconcile.Report{}, fmt.Errorf("check sku=%s in MySQL: %w: %w", sku, order.ErrUnavailable, err)
+			return admin.ReconcileReport{}, fmt.Errorf("check sku=%s in MySQL: %w: %w", sku, order.ErrUnavailable, err)
 		}
 	}
 	if req.Actor != "" {
@@ -86,13 +68,13 @@ func (s *Reconcile) Run(ctx context.Context, req ReconcileRequest) (reconcile.Re
 }
 
 // reportError is nil for a run that left every SKU consistent with MySQL.
-func reportError(rep reconcile.Report) error {
+func reportError(rep admin.ReconcileReport) error {
 	var failed, busy []string
 	for _, s := range rep.SKUs {
 		switch s.Outcome {
-		case reconcile.Failed:
+		case admin.SKUFailed:
 			failed = append(failed, fmt.Sprintf("sku=%s: %s", s.SKU, s.Error))
-		case reconcile.Busy:
+		case admin.SKUBusy:
 			busy = append(busy, s.SKU)
 		}
 	}

@@ -9,25 +9,25 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"surge/pkg/admin"
 	"surge/pkg/ops"
 	"surge/pkg/order"
-	"surge/pkg/reconcile"
 	"surge/pkg/store"
 )
 
 // scriptedRun answers each SKU with the outcome it was given, and records
 // the SKUs it was asked to run.
 type scriptedRun struct {
-	outcomes map[string]reconcile.Outcome
+	outcomes map[string]admin.SKUOutcome
 	ran      [][]string
 }
 
-func (s *scriptedRun) Run(_ context.Context, dryRun bool, skus ...string) reconcile.Report {
+func (s *scriptedRun) Run(_ context.Context, dryRun bool, skus ...string) admin.ReconcileReport {
 	s.ran = append(s.ran, skus)
-	rep := reconcile.Report{StartedAt: time.Now(), DryRun: dryRun, Summary: map[reconcile.Outcome]int{}}
+	rep := admin.ReconcileReport{StartedAt: time.Now(), DryRun: dryRun, Summary: map[admin.SKUOutcome]int{}}
 	for _, sku := range skus {
-		sr := reconcile.SKUReport{SKU: sku, Outcome: s.outcomes[sku]}
-		if sr.Outcome == reconcile.Failed {
+		sr := admin.SKUReport{SKU: sku, Outcome: s.outcomes[sku]}
+		if sr.Outcome == admin.SKUFailed {
 			sr.Error = "engine down"
 		}
 		rep.Summary[sr.Outcome]++
@@ -51,8 +51,8 @@ func (c catalogue) Product(_ context.Context, sku string) (store.Product, error)
 }
 
 func TestReconcileRequests(t *testing.T) {
-	outcomes := map[string]reconcile.Outcome{"ok": reconcile.Consistent, "fixed": reconcile.Repaired,
-		"busy": reconcile.Busy, "broken": reconcile.Failed}
+	outcomes := map[string]admin.SKUOutcome{"ok": admin.SKUConsistent, "fixed": admin.SKURepaired,
+		"busy": admin.SKUBusy, "broken": admin.SKUFailed}
 	db := catalogue{"ok": false, "fixed": false, "busy": false, "broken": false, "down": true}
 	tests := []struct {
 		name string
@@ -71,7 +71,7 @@ func TestReconcileRequests(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &scriptedRun{outcomes: outcomes}
-			rep, err := (&ops.Reconcile{Rec: rec, DB: db}).Run(context.Background(), ops.ReconcileRequest{SKUs: tt.skus})
+			rep, err := (&ops.Reconcile{Rec: rec, DB: db}).Run(context.Background(), admin.ReconcileRequest{SKUs: tt.skus})
 			if tt.want == nil && err != nil || tt.want != nil && !errors.Is(err, tt.want) {
 				t.Errorf("err %v, want %v", err, tt.want)
 			}

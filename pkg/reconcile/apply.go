@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"surge/lua"
+	"surge/pkg/admin"
 	"surge/pkg/keys"
 )
 
@@ -16,7 +17,7 @@ var errVanished = errors.New("stock key vanished during the repair")
 
 // apply runs the repair script for p against what v read and what MySQL
 // said, and returns what it changed (or would change, when dryRun).
-func apply(ctx context.Context, rdb Redis, sku string, v view, t Truth, p plan, ttl string, dryRun bool) (Changes, error) {
+func apply(ctx context.Context, rdb Redis, sku string, v view, t Truth, p plan, ttl string, dryRun bool) (admin.Changes, error) {
 	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.Sold(sku), keys.Stock(sku)}
 	dry := "0"
 	if dryRun {
@@ -33,31 +34,31 @@ func apply(ctx context.Context, rdb Redis, sku string, v view, t Truth, p plan, 
 	}
 	raw, err := lua.Reconcile.Run(ctx, rdb, ks, args...).Slice()
 	if err != nil {
-		return Changes{}, fmt.Errorf("repair sku=%s: %w", sku, err)
+		return admin.Changes{}, fmt.Errorf("repair sku=%s: %w", sku, err)
 	}
 	ch, err := parseChanges(raw)
 	if err != nil {
-		return Changes{}, fmt.Errorf("repair sku=%s: %w", sku, err)
+		return admin.Changes{}, fmt.Errorf("repair sku=%s: %w", sku, err)
 	}
 	return ch, nil
 }
 
 // parseChanges reads the script's reply (see lua/reconcile.lua).
-func parseChanges(raw []any) (Changes, error) {
+func parseChanges(raw []any) (admin.Changes, error) {
 	if len(raw) != 11 {
-		return Changes{}, fmt.Errorf("unexpected reply length %d", len(raw))
+		return admin.Changes{}, fmt.Errorf("unexpected reply length %d", len(raw))
 	}
-	var ch Changes
+	var ch admin.Changes
 	var err error
 	if ch.Before, err = counters(raw[0:4]); err != nil {
-		return Changes{}, err
+		return admin.Changes{}, err
 	}
 	if ch.After, err = counters(raw[4:8]); err != nil {
-		return Changes{}, err
+		return admin.Changes{}, err
 	}
 	aligned, _ := raw[8].(int64)
 	if aligned < 0 {
-		return Changes{}, errVanished
+		return admin.Changes{}, errVanished
 	}
 	ch.Aligned = aligned == 1
 	ch.Committed = idList(raw[9])
@@ -67,8 +68,8 @@ func parseChanges(raw []any) (Changes, error) {
 
 // counters reads {stock, avail, sold, reserved}: strings as stored, or
 // integers as computed, or nil for a missing key.
-func counters(raw []any) (Counters, error) {
-	var c Counters
+func counters(raw []any) (admin.Counters, error) {
+	var c admin.Counters
 	dst := []*int{&c.Stock, &c.Avail, &c.Sold, &c.Reserved}
 	for i, v := range raw {
 		switch x := v.(type) {
@@ -78,11 +79,11 @@ func counters(raw []any) (Counters, error) {
 		case string:
 			n, err := strconv.Atoi(x)
 			if err != nil {
-				return Counters{}, fmt.Errorf("counter %d: %w", i, err)
+				return admin.Counters{}, fmt.Errorf("counter %d: %w", i, err)
 			}
 			*dst[i] = n
 		default:
-			return Counters{}, fmt.Errorf("counter %d: unexpected %T", i, v)
+			return admin.Counters{}, fmt.Errorf("counter %d: unexpected %T", i, v)
 		}
 	}
 	c.Loaded = raw[0] != nil

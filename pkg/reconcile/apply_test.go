@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"surge/internal/testenv"
+	"surge/pkg/admin"
 	"surge/pkg/order"
 	"surge/pkg/stock"
 )
@@ -52,9 +53,9 @@ func TestRepairKeepsWritesMadeAfterTheRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Changes{
-		Before:  Counters{Loaded: true, Stock: 10, Avail: 8, Sold: 2},
-		After:   Counters{Loaded: true, Stock: 10, Avail: 8, Sold: 2},
+	want := admin.Changes{
+		Before:  admin.Counters{Loaded: true, Stock: 10, Avail: 8, Sold: 2},
+		After:   admin.Counters{Loaded: true, Stock: 10, Avail: 8, Sold: 2},
 		Aligned: false,
 	}
 	if diff := cmp.Diff(want, ch); diff != "" {

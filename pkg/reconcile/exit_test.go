@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"testing"
 
+	"surge/pkg/admin"
 	"surge/pkg/reconcile"
 )
 
@@ -15,11 +16,11 @@ func TestCommandExit(t *testing.T) {
 		{reconcile.ExitFailed, 2, 2},
 		{reconcile.ExitBusy, 3, 3},
 	} {
-		rep := reconcile.Report{ExitCode: c.code}
-		if got := rep.CommandExit(false); got != c.plain {
+		rep := admin.ReconcileReport{ExitCode: c.code}
+		if got := reconcile.CommandExit(rep, false); got != c.plain {
 			t.Errorf("report exit %d: command exit %d, want %d", c.code, got, c.plain)
 		}
-		if got := rep.CommandExit(true); got != c.detailed {
+		if got := reconcile.CommandExit(rep, true); got != c.detailed {
 			t.Errorf("report exit %d with --detailed-exitcode: %d, want %d", c.code, got, c.detailed)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"surge/pkg/admin"
 	"surge/pkg/order"
 	"surge/pkg/reconcile"
 )
@@ -36,7 +37,7 @@ func TestReconcileRacingLiveTraffic(t *testing.T) {
 		for ctx.Err() == nil {
 			rep := rec.SKU(ctx, sku, false)
 			rounds.Add(1)
-			if rep.Outcome == reconcile.Failed && ctx.Err() == nil {
+			if rep.Outcome == admin.SKUFailed && ctx.Err() == nil {
 				t.Errorf("reconcile during traffic: %s", rep.Error)
 				return
 			}

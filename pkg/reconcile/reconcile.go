@@ -22,6 +22,8 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
+
+	"surge/pkg/admin"
 )
 
 // Options tunes a Reconciler. The zero value of each field means its
@@ -102,20 +104,20 @@ func New(rdb Redis, ledger Ledger, opts Options) *Reconciler {
 
 // Run reconciles the given SKUs, or every product's when none is given,
 // one at a time, and reports on each. It stops early when ctx ends.
-func (r *Reconciler) Run(ctx context.Context, dryRun bool, skus ...string) Report {
-	rep := Report{StartedAt: r.opts.Now().UTC(), DryRun: dryRun, Summary: map[Outcome]int{}}
+func (r *Reconciler) Run(ctx context.Context, dryRun bool, skus ...string) admin.ReconcileReport {
+	rep := admin.ReconcileReport{StartedAt: r.opts.Now().UTC(), DryRun: dryRun, Summary: map[admin.SKUOutcome]int{}}
 	if len(skus) == 0 {
 		var err error
 		if skus, err = r.ledger.SKUs(ctx); err != nil {
-			rep.Fail("list skus", err)
+			Fail(&rep, "list skus", err)
 		}
 	}
 	for _, sku := range skus {
 		if err := ctx.Err(); err != nil {
-			rep.Fail("run", fmt.Errorf("stopped before sku=%s: %w", sku, err))
+			Fail(&rep, "run", fmt.Errorf("stopped before sku=%s: %w", sku, err))
 			break
 		}
-		rep.add(r.SKU(ctx, sku, dryRun))
+		add(&rep, r.SKU(ctx, sku, dryRun))
 	}
 	rep.FinishedAt = r.opts.Now().UTC()
 	return rep
@@ -124,8 +126,8 @@ func (r *Reconciler) Run(ctx context.Context, dryRun bool, skus ...string) Repor
 // SKU reconciles one SKU under its lock. A round that changed something
 // (or would, when dryRun) is recorded in MySQL. Rounds repeat, up to
 // Options.Attempts, while live commits keep sold from being verified.
-func (r *Reconciler) SKU(ctx context.Context, sku string, dryRun bool) SKUReport {
-	rep := SKUReport{SKU: sku, DryRun: dryRun}
+func (r *Reconciler) SKU(ctx context.Context, sku string, dryRun bool) admin.SKUReport {
+	rep := admin.SKUReport{SKU: sku, DryRun: dryRun}
 	release, err := r.opts.Locker.Lock(ctx, sku)
 	if err != nil {
 		return r.failed(rep, err)
@@ -139,7 +141,7 @@ func (r *Reconciler) SKU(ctx context.Context, sku string, dryRun bool) SKUReport
 			return r.failed(rep, err)
 		}
 		rep.Found, rep.After = &found, &ch.After
-		if ch.changedAnything() {
+		if changedAnything(ch) {
 			rep.Repairs = append(rep.Repairs, ch)
 			if err := r.ledger.RecordRepair(ctx, sku, found, ch, dryRun); err != nil {
 				return r.failed(rep, err)
@@ -160,14 +162,14 @@ func (r *Reconciler) SKU(ctx context.Context, sku string, dryRun bool) SKUReport
 // round reads Redis, then MySQL (that order matters: the script verifies
 // that sold did not move since the Redis read, so every commit MySQL's
 // snapshot does not count is still to come), plans and applies.
-func (r *Reconciler) round(ctx context.Context, sku string, dryRun bool) (Changes, Found, error) {
+func (r *Reconciler) round(ctx context.Context, sku string, dryRun bool) (admin.Changes, admin.Found, error) {
 	v, err := readView(ctx, r.rdb, sku)
 	if err != nil {
-		return Changes{}, Found{}, err
+		return admin.Changes{}, admin.Found{}, err
 	}
 	t, err := r.ledger.Snapshot(ctx, sku, sortedKeys(v.resv), r.opts.Lookback)
 	if err != nil {
-		return Changes{}, Found{}, err
+		return admin.Changes{}, admin.Found{}, err
 	}
 	var ids []string
 	for _, o := range t.Invoiced {
@@ -177,10 +179,10 @@ func (r *Reconciler) round(ctx context.Context, sku string, dryRun bool) (Change
 	}
 	done, err := committedStates(ctx, r.rdb, sku, ids)
 	if err != nil {
-		return Changes{}, Found{}, err
+		return admin.Changes{}, admin.Found{}, err
 	}
 	p := makePlan(v, t, done, r.opts.Grace)
-	found := Found{MySQLStock: t.Stock, MySQLSold: t.Sold, Redis: v.counters,
+	found := admin.Found{MySQLStock: t.Stock, MySQLSold: t.Sold, Redis: v.counters,
 		Reservations: len(v.resv), Orders: p.why, Compensated: t.Compensated}
 	ch, err := apply(ctx, r.rdb, sku, v, t, p, r.ttl, dryRun)
 	if err != nil {
@@ -190,15 +192,15 @@ func (r *Reconciler) round(ctx context.Context, sku string, dryRun bool) (Change
 	return ch, found, err
 }
 
-func (r *Reconciler) done(rep SKUReport, aligned bool) SKUReport {
+func (r *Reconciler) done(rep admin.SKUReport, aligned bool) admin.SKUReport {
 	switch {
 	case !aligned:
-		rep.Outcome = Busy
+		rep.Outcome = admin.SKUBusy
 		rep.Error = fmt.Sprintf("live commits or a stock load moved the SKU during each of %d rounds; run again", rep.Attempts)
 	case len(rep.Repairs) > 0:
-		rep.Outcome = Repaired
+		rep.Outcome = admin.SKURepaired
 	default:
-		rep.Outcome = Consistent
+		rep.Outcome = admin.SKUConsistent
 		return rep
 	}
 	r.opts.Log.Info("reconciled sku", "sku", rep.SKU, "outcome", rep.Outcome, "dry_run", rep.DryRun,
@@ -206,10 +208,10 @@ func (r *Reconciler) done(rep SKUReport, aligned bool) SKUReport {
 	return rep
 }
 
-func (r *Reconciler) failed(rep SKUReport, err error) SKUReport {
-	rep.Outcome = Failed
+func (r *Reconciler) failed(rep admin.SKUReport, err error) admin.SKUReport {
+	rep.Outcome = admin.SKUFailed
 	if errors.Is(err, ErrBusy) {
-		rep.Outcome = Busy
+		rep.Outcome = admin.SKUBusy
 	}
 	rep.Error = err.Error()
 	r.opts.Log.Warn("reconcile sku", "sku", rep.SKU, "outcome", rep.Outcome, "err", err)

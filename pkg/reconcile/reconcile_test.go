@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"surge/pkg/admin"
 	"surge/pkg/keys"
 	"surge/pkg/order"
 	"surge/pkg/reconcile"
@@ -25,7 +26,7 @@ func TestRepairs(t *testing.T) {
 		// seed prepares the SKU and returns the orders whose state matters.
 		seed    func(sku string) []order.Order
 		want    func(sku string, os []order.Order) state
-		outcome reconcile.Outcome
+		outcome admin.SKUOutcome
 		// republished is how many of the orders were published again.
 		republished int
 	}{{
@@ -41,7 +42,7 @@ func TestRepairs(t *testing.T) {
 			return state{Loaded: true, Stock: 10, Avail: 8, Sold: 1, Reserved: 1, Reservations: ids(os[0]),
 				States: map[string]string{os[0].ID: "A", os[1].ID: "C"}}
 		},
-		outcome: reconcile.Consistent,
+		outcome: admin.SKUConsistent,
 	}, {
 		name: "commit lost, reservation kept: committed", stock: 10,
 		seed: func(sku string) []order.Order {
@@ -53,7 +54,7 @@ func TestRepairs(t *testing.T) {
 		want: func(sku string, os []order.Order) state {
 			return state{Loaded: true, Stock: 10, Avail: 8, Sold: 2, States: map[string]string{os[0].ID: "C"}}
 		},
-		outcome: reconcile.Repaired,
+		outcome: admin.SKURepaired,
 	}, {
 		name: "reservation and commit lost: committed from avail", stock: 10,
 		seed: func(sku string) []order.Order {
@@ -64,7 +65,7 @@ func TestRepairs(t *testing.T) {
 		want: func(sku string, os []order.Order) state {
 			return state{Loaded: true, Stock: 10, Avail: 7, Sold: 3, States: map[string]string{os[0].ID: "C"}}
 		},
-		outcome: reconcile.Repaired,
+		outcome: admin.SKURepaired,
 	}, {
 		name: "rejected order's reservation released, stock aligned", stock: 1,
 		seed: func(sku string) []order.Order {
@@ -84,7 +85,7 @@ func TestRepairs(t *testing.T) {
 			return state{Loaded: true, Stock: 1, Avail: 0, Sold: 1,
 				States: map[string]string{os[0].ID: "C", os[1].ID: "X"}}
 		},
-		outcome: reconcile.Repaired,
+		outcome: admin.SKURepaired,
 	}, {
 		// The order may be queued, in a tier or a dead letter, or never
 		// published: it is published again, and keeps its units.
@@ -100,7 +101,7 @@ func TestRepairs(t *testing.T) {
 				States: map[string]string{os[0].ID: "R1", os[1].ID: "A"}}
 		},
 		republished: 1,
-		outcome:     reconcile.Repaired,
+		outcome:     admin.SKURepaired,
 	}, {
 		name: "sold and avail drifted: aligned and recomputed", stock: 10,
 		seed: func(sku string) []order.Order {
@@ -114,7 +115,7 @@ func TestRepairs(t *testing.T) {
 		want: func(sku string, os []order.Order) state {
 			return state{Loaded: true, Stock: 10, Avail: 9, Sold: 1, States: map[string]string{os[0].ID: "C"}}
 		},
-		outcome: reconcile.Repaired,
+		outcome: admin.SKURepaired,
 	}, {
 		name: "stock lost from Redis: loaded from MySQL", stock: 10,
 		seed: func(sku string) []order.Order {
@@ -127,7 +128,7 @@ func TestRepairs(t *testing.T) {
 		want: func(sku string, os []order.Order) state {
 			return state{Loaded: true, Stock: 10, Avail: 8, Sold: 2, States: map[string]string{os[0].ID: "C"}}
 		},
-		outcome: reconcile.Repaired,
+		outcome: admin.SKURepaired,
 	}, {
 		name: "commit lost before the lookback window: sold aligned", stock: 10,
 		seed: func(sku string) []order.Order {
@@ -142,7 +143,7 @@ func TestRepairs(t *testing.T) {
 		want: func(sku string, os []order.Order) state {
 			return state{Loaded: true, Stock: 10, Avail: 8, Sold: 2, States: map[string]string{os[0].ID: ""}}
 		},
-		outcome: reconcile.Repaired,
+		outcome: admin.SKURepaired,
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -161,7 +162,7 @@ func TestRepairs(t *testing.T) {
 				t.Errorf("redis sold %d, mysql sold %d", got, e.mysqlSold(sku))
 			}
 			wantRows := 0
-			if tc.outcome == reconcile.Repaired {
+			if tc.outcome == admin.SKURepaired {
 				wantRows = 1
 			}
 			if n := e.repairs(sku, false); n != wantRows {
@@ -171,7 +172,7 @@ func TestRepairs(t *testing.T) {
 				t.Errorf("%d orders published again (%v), want %d", got, pub.ids(), tc.republished)
 			}
 			again := rec.SKU(context.Background(), sku, false)
-			if again.Outcome != reconcile.Consistent {
+			if again.Outcome != admin.SKUConsistent {
 				t.Errorf("second run: %s %+v, want consistent", again.Outcome, again.Repairs)
 			}
 		})
@@ -198,7 +199,7 @@ func TestRepublishBacksOff(t *testing.T) {
 	run := func(age time.Duration) {
 		t.Helper()
 		e.reserveAt(o, time.Now().Add(-age))
-		if rep := rec.SKU(ctx, sku, false); rep.Outcome == reconcile.Failed {
+		if rep := rec.SKU(ctx, sku, false); rep.Outcome == admin.SKUFailed {
 			t.Fatal(rep.Error)
 		}
 	}
@@ -238,7 +239,7 @@ func TestReportCountsCompensations(t *testing.T) {
 		t.Fatalf("found %+v, want one compensated order", rep.Found)
 	}
 	var b strings.Builder
-	if err := (reconcile.Report{SKUs: []reconcile.SKUReport{rep}}).Table(&b); err != nil {
+	if err := reconcile.Table(&b, admin.ReconcileReport{SKUs: []admin.SKUReport{rep}}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "1 accepted orders rejected (sold_out_after_acceptance)") {

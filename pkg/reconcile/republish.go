@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"surge/lua"
+	"surge/pkg/admin"
 	"surge/pkg/keys"
 	"surge/pkg/order"
 	"surge/pkg/stock"
@@ -22,7 +23,7 @@ type Publisher interface {
 // publishes each adopted one again, recording in ch what was published
 // and what could not be (no publisher, or the publish failed: tried again
 // later). A dry run only reports what would be published.
-func (r *Reconciler) republish(ctx context.Context, sku string, ops []releaseOp, ch *Changes, dryRun bool) error {
+func (r *Reconciler) republish(ctx context.Context, sku string, ops []releaseOp, ch *admin.Changes, dryRun bool) error {
 	if len(ops) == 0 {
 		return nil
 	}

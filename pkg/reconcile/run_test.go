@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"surge/pkg/admin"
 	"surge/pkg/order"
 	"surge/pkg/reconcile"
 )
@@ -22,7 +23,7 @@ func TestDryRunChangesNothingButRecords(t *testing.T) {
 	before := e.state(sku, o)
 
 	rep := rec.SKU(context.Background(), sku, true)
-	if rep.Outcome != reconcile.Repaired || !rep.DryRun || len(rep.Repairs) != 1 {
+	if rep.Outcome != admin.SKURepaired || !rep.DryRun || len(rep.Repairs) != 1 {
 		t.Fatalf("dry run: %+v, want one repair needed", rep)
 	}
 	if diff := cmp.Diff([]string{o.ID}, rep.Repairs[0].Committed); diff != "" {
@@ -37,7 +38,7 @@ func TestDryRunChangesNothingButRecords(t *testing.T) {
 	if dry, real := e.repairs(sku, true), e.repairs(sku, false); dry != 1 || real != 0 {
 		t.Errorf("recorded %d dry and %d real repairs, want 1 and 0", dry, real)
 	}
-	if rep := rec.SKU(context.Background(), sku, false); rep.Outcome != reconcile.Repaired {
+	if rep := rec.SKU(context.Background(), sku, false); rep.Outcome != admin.SKURepaired {
 		t.Fatalf("real run: %s %s", rep.Outcome, rep.Error)
 	}
 }
@@ -50,7 +51,7 @@ func TestWorkerCommitAfterRepair(t *testing.T) {
 	sku := e.product(10)
 	o := ord(sku, 1, 2)
 	e.process(o)
-	if rep := rec.SKU(context.Background(), sku, false); rep.Outcome != reconcile.Repaired {
+	if rep := rec.SKU(context.Background(), sku, false); rep.Outcome != admin.SKURepaired {
 		t.Fatalf("reconcile: %s %s", rep.Outcome, rep.Error)
 	}
 	got, err := e.st.Commit(context.Background(), sku, o.ID, o.Qty)
@@ -72,7 +73,7 @@ func TestBusyWhileAnotherRunHoldsTheSKU(t *testing.T) {
 	}
 	rec := e.reconciler(reconcile.Options{Locker: locker})
 	rep := rec.Run(context.Background(), false, sku)
-	if rep.SKUs[0].Outcome != reconcile.Busy || rep.ExitCode != reconcile.ExitBusy {
+	if rep.SKUs[0].Outcome != admin.SKUBusy || rep.ExitCode != reconcile.ExitBusy {
 		t.Fatalf("while locked: %+v, want busy and exit %d", rep, reconcile.ExitBusy)
 	}
 	if _, err := locker.Lock(context.Background(), sku); !errors.Is(err, reconcile.ErrBusy) {
@@ -91,15 +92,15 @@ func TestRunReportsEverySKUWithExitCode(t *testing.T) {
 	e.process(ord(drifted, 1, 1))
 
 	rep := rec.Run(context.Background(), false)
-	if rep.ExitCode != reconcile.ExitRepaired || rep.Summary[reconcile.Consistent] != 1 ||
-		rep.Summary[reconcile.Repaired] != 1 || len(rep.SKUs) != 2 {
+	if rep.ExitCode != reconcile.ExitRepaired || rep.Summary[admin.SKUConsistent] != 1 ||
+		rep.Summary[admin.SKURepaired] != 1 || len(rep.SKUs) != 2 {
 		t.Fatalf("run: %+v, want one consistent, one repaired, exit %d", rep, reconcile.ExitRepaired)
 	}
-	outcomes := map[string]reconcile.Outcome{}
+	outcomes := map[string]admin.SKUOutcome{}
 	for _, s := range rep.SKUs {
 		outcomes[s.SKU] = s.Outcome
 	}
-	want := map[string]reconcile.Outcome{calm: reconcile.Consistent, drifted: reconcile.Repaired}
+	want := map[string]admin.SKUOutcome{calm: admin.SKUConsistent, drifted: admin.SKURepaired}
 	if diff := cmp.Diff(want, outcomes); diff != "" {
 		t.Errorf("outcomes (-want +got):\n%s", diff)
 	}
@@ -107,7 +108,7 @@ func TestRunReportsEverySKUWithExitCode(t *testing.T) {
 		t.Errorf("second run exit %d, want %d", rep.ExitCode, reconcile.ExitConsistent)
 	}
 	unknown := rec.Run(context.Background(), false, "no-such-sku")
-	if unknown.ExitCode != reconcile.ExitFailed || unknown.SKUs[0].Outcome != reconcile.Failed ||
+	if unknown.ExitCode != reconcile.ExitFailed || unknown.SKUs[0].Outcome != admin.SKUFailed ||
 		!strings.Contains(unknown.SKUs[0].Error, order.ErrUnknownSKU.Error()) {
 		t.Errorf("unknown sku: %+v, want failed", unknown)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+
+	"surge/pkg/admin"
 )
 
 // TaskSweep is the asynq task type of one scheduled run over every SKU.
@@ -27,7 +29,7 @@ type ServiceOptions struct {
 	// Log defaults to slog.Default().
 	Log *slog.Logger
 	// OnSweep, when set, is told each sweep's report (metrics).
-	OnSweep func(Report)
+	OnSweep func(admin.ReconcileReport)
 }
 
 func (o *ServiceOptions) setDefaults() {
@@ -124,8 +126,8 @@ func (s *Service) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	if s.opts.OnSweep != nil {
 		s.opts.OnSweep(rep)
 	}
-	s.opts.Log.Info("reconcile sweep", "skus", len(rep.SKUs), "consistent", rep.Summary[Consistent],
-		"repaired", rep.Summary[Repaired], "busy", rep.Summary[Busy], "failed", rep.Summary[Failed],
+	s.opts.Log.Info("reconcile sweep", "skus", len(rep.SKUs), "consistent", rep.Summary[admin.SKUConsistent],
+		"repaired", rep.Summary[admin.SKURepaired], "busy", rep.Summary[admin.SKUBusy], "failed", rep.Summary[admin.SKUFailed],
 		"took", rep.FinishedAt.Sub(rep.StartedAt))
 	for what, msg := range rep.Errors {
 		s.opts.Log.Warn("reconcile sweep", "step", what, "err", msg)

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"surge/lua"
+	"surge/pkg/admin"
 	"surge/pkg/keys"
 	"surge/pkg/stock"
 )
@@ -61,7 +62,7 @@ type OrderFact struct {
 // the repair script compares against.
 type view struct {
 	stockRaw, availRaw, soldRaw string
-	counters                    Counters
+	counters                    admin.Counters
 	// resv maps order id to its raw reservation value (stock.ParseHeld).
 	resv map[string]string
 	// now is the master's clock at the read: reservation times are on it.

@@ -6,12 +6,14 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"surge/pkg/admin"
 )
 
-// Table writes the report for a person: one line per SKU with what Redis
+// Table writes r for a person: one line per SKU with what Redis
 // holds after the run, what MySQL sold and what was repaired (or the
 // error), then run-level errors and a summary ending with the exit code.
-func (r Report) Table(w io.Writer) error {
+func Table(w io.Writer, r admin.ReconcileReport) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SKU\tOUTCOME\tREDIS STOCK/AVAIL/RESERVED/SOLD\tMYSQL SOLD\tDETAIL")
 	for _, s := range r.SKUs {
@@ -22,7 +24,7 @@ func (r Report) Table(w io.Writer) error {
 		if s.Found != nil {
 			mysql = fmt.Sprint(s.Found.MySQLSold)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.SKU, s.Outcome, counts, mysql, s.detail())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.SKU, s.Outcome, counts, mysql, detail(s))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -40,12 +42,12 @@ func (r Report) Table(w io.Writer) error {
 		verb = "to repair (dry run)"
 	}
 	_, err := fmt.Fprintf(w, "%d consistent, %d %s, %d busy, %d failed; exit %d\n",
-		r.Summary[Consistent], r.Summary[Repaired], verb, r.Summary[Busy], r.Summary[Failed], r.ExitCode)
+		r.Summary[admin.SKUConsistent], r.Summary[admin.SKURepaired], verb, r.Summary[admin.SKUBusy], r.Summary[admin.SKUFailed], r.ExitCode)
 	return err
 }
 
 // detail sums up one SKU's repairs, or its error.
-func (s SKUReport) detail() string {
+func detail(s admin.SKUReport) string {
 	if s.Error != "" {
 		return s.Error
 	}

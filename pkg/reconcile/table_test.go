@@ -6,26 +6,27 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"surge/pkg/admin"
 	"surge/pkg/reconcile"
 )
 
 func TestReportTable(t *testing.T) {
-	after := reconcile.Counters{Loaded: true, Stock: 5, Avail: 2, Reserved: 1, Sold: 2}
-	rep := reconcile.Report{
+	after := admin.Counters{Loaded: true, Stock: 5, Avail: 2, Reserved: 1, Sold: 2}
+	rep := admin.ReconcileReport{
 		DryRun: true,
-		Summary: map[reconcile.Outcome]int{reconcile.Consistent: 1, reconcile.Repaired: 1,
-			reconcile.Failed: 1},
-		SKUs: []reconcile.SKUReport{
-			{SKU: "a", Outcome: reconcile.Consistent, Found: &reconcile.Found{MySQLSold: 0}, After: &reconcile.Counters{Loaded: true, Stock: 3, Avail: 3}},
-			{SKU: "bb", Outcome: reconcile.Repaired, Found: &reconcile.Found{MySQLSold: 2}, After: &after,
-				Repairs: []reconcile.Changes{{Committed: []string{"o1", "o2"}}, {Released: []string{"o3"}}}},
-			{SKU: "c", Outcome: reconcile.Failed, Error: "snapshot sku=c: unknown sku"},
+		Summary: map[admin.SKUOutcome]int{admin.SKUConsistent: 1, admin.SKURepaired: 1,
+			admin.SKUFailed: 1},
+		SKUs: []admin.SKUReport{
+			{SKU: "a", Outcome: admin.SKUConsistent, Found: &admin.Found{MySQLSold: 0}, After: &admin.Counters{Loaded: true, Stock: 3, Avail: 3}},
+			{SKU: "bb", Outcome: admin.SKURepaired, Found: &admin.Found{MySQLSold: 2}, After: &after,
+				Repairs: []admin.Changes{{Committed: []string{"o1", "o2"}}, {Released: []string{"o3"}}}},
+			{SKU: "c", Outcome: admin.SKUFailed, Error: "snapshot sku=c: unknown sku"},
 		},
 		ExitCode: reconcile.ExitFailed,
 		Errors:   map[string]string{"run": "stopped", "list skus": "mysql down"},
 	}
 	var b strings.Builder
-	if err := rep.Table(&b); err != nil {
+	if err := reconcile.Table(&b, rep); err != nil {
 		t.Fatal(err)
 	}
 	want := `SKU  OUTCOME     REDIS STOCK/AVAIL/RESERVED/SOLD  MYSQL SOLD  DETAIL

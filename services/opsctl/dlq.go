@@ -8,6 +8,7 @@ import (
 	"os/user"
 	"time"
 
+	"surge/pkg/admin"
 	"surge/pkg/config"
 	"surge/pkg/ops"
 )
@@ -47,7 +48,7 @@ func runDLQ(ctx context.Context, e *env, args []string) error {
 	fs := flag.NewFlagSet("dlq "+action, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print JSON")
-	var req ops.ReplayRequest
+	var req admin.ReplayRequest
 	var since string
 	if action == "replay" {
 		fs.StringVar(&req.Reason, "reason", "", "replay the letters parked with this reason")
@@ -74,7 +75,7 @@ func runDLQ(ctx context.Context, e *env, args []string) error {
 		return dlqRestore(ctx, e, ids, *asJSON)
 	case "replay":
 		if since != "" {
-			if req.Since, err = ops.ParseSince(since, time.Now()); err != nil {
+			if req.Since, err = admin.ParseSince(since, time.Now()); err != nil {
 				return err
 			}
 		}
@@ -120,33 +121,20 @@ func dlqRead(ctx context.Context, e *env, action string, ids []string, asJSON bo
 	return nil
 }
 
-func dlqReplay(ctx context.Context, e *env, req ops.ReplayRequest, asJSON bool) error {
-	var err error
-	if req.Actor, err = operator(); err != nil {
-		return err
+func dlqReplay(ctx context.Context, e *env, req admin.ReplayRequest, asJSON bool) error {
+	check := func(actor string) error {
+		req.Actor = actor
+		return req.Validate()
 	}
-	if err := req.Validate(); err != nil {
-		return err
-	}
-	svc, err := deadLetters(ctx, e)
-	if err != nil {
-		return err
-	}
-	rep, err := svc.Replay(ctx, req)
-	return printReport(e, rep, err, asJSON)
+	return dlqChange(ctx, e, asJSON, check, func(svc *ops.DeadLetters, _ string) (admin.LetterReport, error) {
+		return svc.Replay(ctx, req)
+	})
 }
 
 func dlqDiscard(ctx context.Context, e *env, ids []string, asJSON bool) error {
-	actor, err := operator()
-	if err != nil {
-		return err
-	}
-	svc, err := deadLetters(ctx, e)
-	if err != nil {
-		return err
-	}
-	rep, err := svc.Discard(ctx, ids, actor)
-	return printReport(e, rep, err, asJSON)
+	return dlqChange(ctx, e, asJSON, nil, func(svc *ops.DeadLetters, actor string) (admin.LetterReport, error) {
+		return svc.Discard(ctx, ids, actor)
+	})
 }
 
 // dlqDiscarded lists the kept copies of discarded letters.
@@ -162,7 +150,7 @@ func dlqDiscarded(ctx context.Context, e *env, asJSON bool) error {
 	if asJSON {
 		return e.printJSON(kept)
 	}
-	letters := make([]ops.Letter, len(kept))
+	letters := make([]admin.Letter, len(kept))
 	for i, k := range kept {
 		letters[i] = k.Letter
 	}
@@ -172,21 +160,37 @@ func dlqDiscarded(ctx context.Context, e *env, asJSON bool) error {
 
 // dlqRestore parks discarded letters again.
 func dlqRestore(ctx context.Context, e *env, ids []string, asJSON bool) error {
+	return dlqChange(ctx, e, asJSON, nil, func(svc *ops.DeadLetters, actor string) (admin.LetterReport, error) {
+		return svc.Restore(ctx, ids, actor)
+	})
+}
+
+// dlqChange makes one change to the dead letters in the operator's name
+// and prints its report. check, when set, vets the request once the
+// operator is known and before any engine is opened, so a bad request is
+// refused as such even with the engines down.
+func dlqChange(ctx context.Context, e *env, asJSON bool, check func(actor string) error,
+	change func(svc *ops.DeadLetters, actor string) (admin.LetterReport, error)) error {
 	actor, err := operator()
 	if err != nil {
 		return err
+	}
+	if check != nil {
+		if err := check(actor); err != nil {
+			return err
+		}
 	}
 	svc, err := deadLetters(ctx, e)
 	if err != nil {
 		return err
 	}
-	rep, err := svc.Restore(ctx, ids, actor)
+	rep, err := change(svc, actor)
 	return printReport(e, rep, err, asJSON)
 }
 
 // printReport prints a report that has results even when err is set (a
 // broker lost midway): the operator sees what was done before the error.
-func printReport(e *env, rep ops.Report, err error, asJSON bool) error {
+func printReport(e *env, rep admin.LetterReport, err error, asJSON bool) error {
 	if len(rep.Items) == 0 && err != nil {
 		return err
 	}

@@ -9,10 +9,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"surge/pkg/ops"
+	"surge/pkg/admin"
 )
 
-func printLetters(w io.Writer, letters []ops.Letter) {
+func printLetters(w io.Writer, letters []admin.Letter) {
 	if len(letters) == 0 {
 		fmt.Fprintln(w, "no dead letters")
 		return
@@ -27,7 +27,7 @@ func printLetters(w io.Writer, letters []ops.Letter) {
 	fmt.Fprintf(w, "%d dead letter%s, oldest first\n", len(letters), plural(len(letters)))
 }
 
-func printLetter(w io.Writer, d ops.LetterDetail) {
+func printLetter(w io.Writer, d admin.LetterDetail) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, kv := range [][2]string{
 		{"id", d.ID}, {"order", dash(d.OrderID)}, {"sku", dash(d.SKU)}, {"reason", dash(d.Reason)},
@@ -58,7 +58,7 @@ func printLetter(w io.Writer, d ops.LetterDetail) {
 }
 
 // printItems prints a replay or discard report and a one-line summary.
-func printItems(w io.Writer, rep ops.Report) {
+func printItems(w io.Writer, rep admin.LetterReport) {
 	if rep.DryRun {
 		fmt.Fprintln(w, "dry run: nothing was changed")
 	}

@@ -15,8 +15,8 @@ import (
 
 	"surge/internal/testenv"
 	"surge/internal/testkit"
+	"surge/pkg/admin"
 	"surge/pkg/config"
-	"surge/pkg/ops"
 	"surge/pkg/order"
 	"surge/pkg/queue"
 )
@@ -88,7 +88,7 @@ func TestDLQCommands(t *testing.T) {
 		t.Fatalf("dlq list: exit %d\n%s", code, out)
 	}
 	code, out, _ = opsctl("dlq", "list", "--json")
-	var letters []ops.Letter
+	var letters []admin.Letter
 	if err := json.Unmarshal([]byte(out), &letters); code != exitOK || err != nil {
 		t.Fatalf("dlq list --json: exit %d, %v\n%s", code, err, out)
 	}
@@ -105,11 +105,11 @@ func TestDLQCommands(t *testing.T) {
 		t.Errorf("dry run: exit %d\n%s", code, out)
 	}
 	code, out, _ = opsctl("dlq", "replay", letter, "--json")
-	var rep ops.Report
+	var rep admin.LetterReport
 	if err := json.Unmarshal([]byte(out), &rep); code != exitOK || err != nil {
 		t.Fatalf("replay: exit %d, %v\n%s", code, err, out)
 	}
-	if rep.Actor != "alice" || len(rep.Items) != 1 || rep.Items[0].Outcome != ops.OutcomeReplayed {
+	if rep.Actor != "alice" || len(rep.Items) != 1 || rep.Items[0].Outcome != admin.OutcomeReplayed {
 		t.Errorf("replay report %+v", rep)
 	}
 	if code, out, _ = opsctl("dlq", "replay", letter); code != exitOK || !strings.Contains(out, "already_replayed") {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 
+	"surge/pkg/admin"
 	"surge/pkg/config"
 	"surge/pkg/ops"
 	"surge/pkg/order"
@@ -45,7 +46,7 @@ func init() {
 func runReconcile(ctx context.Context, e *env, args []string) error {
 	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var req ops.ReconcileRequest
+	var req admin.ReconcileRequest
 	fs.Func("sku", "reconcile this SKU (repeatable)", func(v string) error {
 		req.SKUs = append(req.SKUs, v)
 		return nil
@@ -74,11 +75,11 @@ func runReconcile(ctx context.Context, e *env, args []string) error {
 		return notRun(err)
 	}
 	// The report states the code the process exits with.
-	rep.ExitCode = rep.CommandExit(*detailed)
+	rep.ExitCode = reconcile.CommandExit(rep, *detailed)
 	if *asJSON {
 		err = e.printJSON(rep)
 	} else {
-		err = rep.Table(e.out)
+		err = reconcile.Table(e.out, rep)
 	}
 	if err != nil {
 		return exitError{reconcile.ExitFailed, fmt.Errorf("print report: %w", err)}

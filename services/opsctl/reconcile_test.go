@@ -11,6 +11,7 @@ import (
 
 	"surge/internal/testenv"
 	"surge/internal/testkit"
+	"surge/pkg/admin"
 	"surge/pkg/order"
 	"surge/pkg/reconcile"
 	"surge/pkg/stock"
@@ -38,10 +39,10 @@ func drifted(t *testing.T) (*redis.ClusterClient, *stock.Stock, *store.Store, st
 }
 
 // reconcileJSON runs opsctl reconcile --json and decodes its report.
-func reconcileJSON(t *testing.T, args ...string) (int, reconcile.Report) {
+func reconcileJSON(t *testing.T, args ...string) (int, admin.ReconcileReport) {
 	t.Helper()
 	code, out, errOut := opsctl(append([]string{"reconcile", "--json"}, args...)...)
-	var rep reconcile.Report
+	var rep admin.ReconcileReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("reconcile %v: exit %d, report is not JSON: %v\nstdout: %s\nstderr: %s", args, code, err, out, errOut)
 	}
@@ -62,11 +63,11 @@ func TestReconcileCommand(t *testing.T) {
 
 	code, rep := reconcileJSON(t, "--sku", sku, "--dry-run", "--detailed-exitcode")
 	if code != reconcile.ExitRepaired || rep.ExitCode != code || !rep.DryRun || len(rep.SKUs) != 1 ||
-		rep.SKUs[0].Outcome != reconcile.Repaired || rep.SKUs[0].After.Sold != 2 {
+		rep.SKUs[0].Outcome != admin.SKURepaired || rep.SKUs[0].After.Sold != 2 {
 		t.Fatalf("dry run: exit %d, report %+v; want exit 1 and sold 2 to come", code, rep)
 	}
 	if code, rep = reconcileJSON(t, "--sku", sku, "--dry-run"); code != reconcile.ExitConsistent || rep.ExitCode != code ||
-		rep.SKUs[0].Outcome != reconcile.Repaired {
+		rep.SKUs[0].Outcome != admin.SKURepaired {
 		t.Fatalf("dry run without --detailed-exitcode: exit %d, report %+v; want exit 0, repairs to come", code, rep)
 	}
 	if after, err := st.View(ctx, sku); err != nil || !cmp.Equal(after, before) {
@@ -74,7 +75,7 @@ func TestReconcileCommand(t *testing.T) {
 	}
 
 	code, rep = reconcileJSON(t, "--sku", sku, "--sku", sku)
-	if code != reconcile.ExitConsistent || rep.ExitCode != code || len(rep.SKUs) != 1 || rep.SKUs[0].Outcome != reconcile.Repaired {
+	if code != reconcile.ExitConsistent || rep.ExitCode != code || len(rep.SKUs) != 1 || rep.SKUs[0].Outcome != admin.SKURepaired {
 		t.Fatalf("run: exit %d, report %+v; want the SKU repaired once, exit 0", code, rep)
 	}
 	v, err := st.View(ctx, sku)
@@ -131,7 +132,7 @@ func TestReconcileBusy(t *testing.T) {
 	}
 	defer release()
 	code, rep := reconcileJSON(t, "--sku", sku)
-	if code != reconcile.ExitBusy || len(rep.SKUs) != 1 || rep.SKUs[0].Outcome != reconcile.Busy {
+	if code != reconcile.ExitBusy || len(rep.SKUs) != 1 || rep.SKUs[0].Outcome != admin.SKUBusy {
 		t.Fatalf("exit %d, report %+v; want busy, exit 3", code, rep)
 	}
 	if v, err := st.View(context.Background(), sku); err != nil || v.Sold != 0 {

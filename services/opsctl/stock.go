@@ -7,6 +7,7 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"surge/pkg/admin"
 	"surge/pkg/app"
 	"surge/pkg/ops"
 )
@@ -58,13 +59,13 @@ func runStock(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	svc := &ops.Stock{DB: db, Redis: st}
-	var rep ops.StockReport
+	var rep admin.StockReport
 	switch args[0] {
 	case "load":
 		if *n < 0 {
 			return usagef("stock load: --stock N is required (N >= 0)")
 		}
-		req := ops.LoadRequest{Stock: n}
+		req := admin.LoadRequest{Stock: n}
 		if *name != "" {
 			req.Name = name
 		}
@@ -105,7 +106,7 @@ func parseWithSKU(fs *flag.FlagSet, args []string) (string, error) {
 	return sku, nil
 }
 
-func printStock(w io.Writer, r ops.StockReport) {
+func printStock(w io.Writer, r admin.StockReport) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "SKU\t%s\n", r.SKU)
 	fmt.Fprintf(tw, "\tSTOCK\tAVAIL\tRESERVED\tSOLD\n")

@@ -16,6 +16,7 @@ import (
 
 	"surge/internal/testenv"
 	"surge/internal/testkit"
+	"surge/pkg/admin"
 	"surge/pkg/keys"
 	"surge/pkg/order"
 	"surge/pkg/reconcile"
@@ -35,15 +36,15 @@ func TestOnce(t *testing.T) {
 	steps := []struct {
 		args    []string
 		code    int
-		outcome reconcile.Outcome
+		outcome admin.SKUOutcome
 		sold    int
 	}{
-		{[]string{"once", "--sku", sku, "--dry-run", "--json"}, reconcile.ExitConsistent, reconcile.Repaired, 0},
-		{[]string{"once", "--sku", sku, "--dry-run", "--json", "--detailed-exitcode"}, reconcile.ExitRepaired, reconcile.Repaired, 0},
-		{[]string{"once", "--sku", sku, "--json"}, reconcile.ExitConsistent, reconcile.Repaired, 2},
-		{[]string{"once", "--sku", sku, "--json", "--detailed-exitcode"}, reconcile.ExitConsistent, reconcile.Consistent, 2},
-		{[]string{"once", "--detailed-exitcode", "--sku", "no-such-sku", "--json"}, reconcile.ExitFailed, reconcile.Failed, 2},
-		{[]string{"once", "--sku", "no-such-sku", "--json"}, reconcile.ExitFailed, reconcile.Failed, 2},
+		{[]string{"once", "--sku", sku, "--dry-run", "--json"}, reconcile.ExitConsistent, admin.SKURepaired, 0},
+		{[]string{"once", "--sku", sku, "--dry-run", "--json", "--detailed-exitcode"}, reconcile.ExitRepaired, admin.SKURepaired, 0},
+		{[]string{"once", "--sku", sku, "--json"}, reconcile.ExitConsistent, admin.SKURepaired, 2},
+		{[]string{"once", "--sku", sku, "--json", "--detailed-exitcode"}, reconcile.ExitConsistent, admin.SKUConsistent, 2},
+		{[]string{"once", "--detailed-exitcode", "--sku", "no-such-sku", "--json"}, reconcile.ExitFailed, admin.SKUFailed, 2},
+		{[]string{"once", "--sku", "no-such-sku", "--json"}, reconcile.ExitFailed, admin.SKUFailed, 2},
 	}
 	for _, s := range steps {
 		var out, errOut bytes.Buffer
@@ -51,7 +52,7 @@ func TestOnce(t *testing.T) {
 		if code != s.code {
 			t.Fatalf("%v: exit %d, want %d\nstdout: %s\nstderr: %s", s.args, code, s.code, &out, &errOut)
 		}
-		var rep reconcile.Report
+		var rep admin.ReconcileReport
 		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 			t.Fatalf("%v: report is not JSON: %v\n%s", s.args, err, &out)
 		}

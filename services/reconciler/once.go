@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"surge/pkg/admin"
 	"surge/pkg/app"
 	"surge/pkg/reconcile"
 )
@@ -39,16 +40,16 @@ func once(ctx context.Context, cfg Config, log *slog.Logger, args []string, stdo
 		fmt.Fprintf(stderr, "reconciler once: unexpected argument %q\n", fs.Arg(0))
 		return reconcile.ExitFailed
 	}
-	var rep reconcile.Report
+	var rep admin.ReconcileReport
 	r, err := app.NewReconciler(ctx, cfg, log, true)
 	if err != nil {
-		rep = reconcile.Report{StartedAt: time.Now().UTC(), DryRun: *dryRun}
-		rep.Fail("connect", err)
+		rep = admin.ReconcileReport{StartedAt: time.Now().UTC(), DryRun: *dryRun}
+		reconcile.Fail(&rep, "connect", err)
 	} else {
 		rep = r.Once(ctx, *dryRun, skus...)
 	}
 	// The report states the code the process exits with.
-	rep.ExitCode = rep.CommandExit(*detailed)
+	rep.ExitCode = reconcile.CommandExit(rep, *detailed)
 	if err := printReport(stdout, rep, *asJSON); err != nil {
 		fmt.Fprintln(stderr, "reconciler once: print report:", err)
 		return reconcile.ExitFailed
@@ -56,11 +57,11 @@ func once(ctx context.Context, cfg Config, log *slog.Logger, args []string, stdo
 	return rep.ExitCode
 }
 
-func printReport(w io.Writer, rep reconcile.Report, asJSON bool) error {
+func printReport(w io.Writer, rep admin.ReconcileReport, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	return rep.Table(w)
+	return reconcile.Table(w, rep)
 }

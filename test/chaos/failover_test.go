@@ -12,6 +12,7 @@ import (
 
 	"surge/internal/testenv"
 	"surge/internal/testkit"
+	"surge/pkg/admin"
 	"surge/pkg/reconcile"
 )
 
@@ -175,7 +176,7 @@ func sellPastStock(s *sale) {
 	}
 }
 
-func describe(rep reconcile.Report) string {
+func describe(rep admin.ReconcileReport) string {
 	var parts []string
 	for _, s := range rep.SKUs {
 		for _, r := range s.Repairs {

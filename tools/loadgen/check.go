@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"surge/pkg/ops"
+	"surge/pkg/admin"
 )
 
 // CheckInput is what the correctness check compares: the load's answers,
@@ -16,7 +16,7 @@ type CheckInput struct {
 	Counts     Counts
 	Books      Books
 	// View is the admin API's stock report; nil skips the Redis checks.
-	View *ops.StockReport
+	View *admin.StockReport
 }
 
 // Check is the verdict of the correctness check.

@@ -4,15 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"surge/pkg/ops"
-	"surge/pkg/stock"
+	"surge/pkg/admin"
 )
 
 func answered(done int64, status map[string]int64) Counts { return Counts{Done: done, Status: status} }
 
 func TestVerify(t *testing.T) {
 	sold := Books{Stock: 100, Sold: 100, Invoices: 100, InvoicedUnits: 100}
-	settled := &ops.StockReport{Consistent: true, Redis: stock.View{Loaded: true, Stock: 100, Sold: 100}}
+	settled := &admin.StockReport{Consistent: true, Redis: admin.RedisStock{Loaded: true, Stock: 100, Sold: 100}}
 	for _, c := range []struct {
 		name    string
 		in      CheckInput
@@ -43,7 +42,7 @@ func TestVerify(t *testing.T) {
 				Books: Books{Stock: 100, Sold: 100, Invoices: 100, InvoicedUnits: 100, Rejected: 1}}, "rejected 1"},
 		{"reservations left in Redis",
 			CheckInput{Stock: 100, Qty: 1, Counts: answered(1000, map[string]int64{"202": 100, "409": 900}), Books: sold,
-				View: &ops.StockReport{Consistent: true, Redis: stock.View{Stock: 100, Sold: 99, Reserved: 1}}}, "Redis view not settled"},
+				View: &admin.StockReport{Consistent: true, Redis: admin.RedisStock{Stock: 100, Sold: 99, Reserved: 1}}}, "Redis view not settled"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := Verify(c.in)

@@ -8,8 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-
-	"surge/pkg/ops"
+	"surge/pkg/admin"
 )
 
 // StockAPI talks to the admin stock routes (PUT and GET
@@ -23,7 +22,7 @@ type StockAPI struct {
 
 // Load sets sku's stock, creating the product when missing.
 func (a StockAPI) Load(ctx context.Context, sku string, stock int, priceCents int64) error {
-	body, err := json.Marshal(ops.LoadRequest{Stock: &stock, PriceCents: &priceCents})
+	body, err := json.Marshal(admin.LoadRequest{Stock: &stock, PriceCents: &priceCents})
 	if err != nil {
 		return fmt.Errorf("encode stock load: %w", err)
 	}
@@ -34,10 +33,10 @@ func (a StockAPI) Load(ctx context.Context, sku string, stock int, priceCents in
 }
 
 // View returns the Redis and MySQL views of sku side by side.
-func (a StockAPI) View(ctx context.Context, sku string) (ops.StockReport, error) {
-	var rep ops.StockReport
+func (a StockAPI) View(ctx context.Context, sku string) (admin.StockReport, error) {
+	var rep admin.StockReport
 	if err := a.do(ctx, http.MethodGet, sku, nil, &rep); err != nil {
-		return ops.StockReport{}, fmt.Errorf("show stock sku=%s: %w", sku, err)
+		return admin.StockReport{}, fmt.Errorf("show stock sku=%s: %w", sku, err)
 	}
 	return rep, nil
 }
