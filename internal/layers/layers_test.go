@@ -34,16 +34,61 @@ var engineFree = []string{
 
 func TestEngineFreePackages(t *testing.T) {
 	for _, pkg := range engineFree {
+		order, prev := importGraph(t, pkg).walk(pkg)
 		reached := map[string]bool{}
-		for _, dep := range deps(t, pkg) {
+		for _, dep := range order { // nearest first: the report names the shortest chain
 			for _, c := range engineClients {
 				if strings.HasPrefix(dep, c) && !reached[c] {
 					reached[c] = true
-					t.Errorf("%s reaches %s (%s): it must not depend on an engine client (move the type it needs into surge/pkg/order, or surge/pkg/admin for operations)", pkg, c, dep)
+					t.Errorf("%s reaches %s through %s: it must not depend on an engine client (move the type it needs into surge/pkg/order, or surge/pkg/admin for operations)",
+						pkg, c, chain(prev, dep))
 				}
 			}
 		}
 	}
+}
+
+// graph maps each package to the packages it imports.
+type graph map[string][]string
+
+// importGraph is the import graph of pkg and everything it depends on.
+func importGraph(t *testing.T, pkg string) graph {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`, pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	g := graph{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		g[f[0]] = f[1:]
+	}
+	return g
+}
+
+// walk visits the packages reachable from from, breadth first: their
+// order, and for each the package that first imported it.
+func (g graph) walk(from string) (order []string, prev map[string]string) {
+	prev = map[string]string{from: ""}
+	for queue := []string{from}; len(queue) > 0; queue = queue[1:] {
+		order = append(order, queue[0])
+		for _, next := range g[queue[0]] {
+			if _, seen := prev[next]; !seen {
+				prev[next] = queue[0]
+				queue = append(queue, next)
+			}
+		}
+	}
+	return order, prev
+}
+
+// chain is the import chain walk found down to pkg: "a -> b -> pkg".
+func chain(prev map[string]string, pkg string) string {
+	var p []string
+	for ; pkg != ""; pkg = prev[pkg] {
+		p = append([]string{pkg}, p...)
+	}
+	return strings.Join(p, " -> ")
 }
 
 func TestDomainImportsNothingOfSurge(t *testing.T) {
