@@ -146,7 +146,7 @@ b9f98896169710e4dde50441dfffeda71f502258 127.0.0.1:7305@17305 slave 0aa40a119ffe
 func TestQueueCollectorAndPublishResults(t *testing.T) {
 	url := testenv.AMQPURL(t)
 	ctx := context.Background()
-	conn, err := queue.Dial(ctx, url)
+	conn, err := queue.Dial(ctx, url, queue.DialOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,8 +34,8 @@ func newDLQEnv(t *testing.T) *dlqEnv {
 	url := testenv.AMQPURL(t)
 	dsn := testenv.MySQLDSN(t)
 	ctx := context.Background()
-	conn, err := queue.Dial(ctx, url, queue.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-		queue.WithBackoff(20*time.Millisecond, 200*time.Millisecond))
+	conn, err := queue.Dial(ctx, url, queue.DialOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,7 +141,7 @@ func wireEngines(ctx context.Context, cfg loadgenConfig, f loadFlags, sc *loadge
 		sc.Check = f.check
 	}
 	if f.queue != "" {
-		conn, err := queue.Dial(ctx, cfg.AMQP.URL, queue.WithConnectionName("surge-loadgen"))
+		conn, err := queue.Dial(ctx, cfg.AMQP.URL, queue.DialOptions{Name: "surge-loadgen"})
 		if err != nil {
 			return closeAll, fmt.Errorf("rabbitmq: %w", err)
 		}
