@@ -152,8 +152,8 @@ func TestQueueCollectorAndPublishResults(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = conn.Close() })
 	p := testenv.Unique("t.metrics.")
-	topo := queue.Topology{Exchange: p + "orders", Queue: p + "orders.created", DeadExchange: p + "orders.dlx",
-		DeadQueue: p + "orders.dead", RetryExchange: p + "orders.retry", RetryDelays: []time.Duration{time.Second}}.WithDefaults()
+	topo := queue.NewTopology(queue.Topology{Exchange: p + "orders", Queue: p + "orders.created", DeadExchange: p + "orders.dlx",
+		DeadQueue: p + "orders.dead", RetryExchange: p + "orders.retry", RetryDelays: []time.Duration{time.Second}})
 	withChannel(t, conn, func(ch *amqp.Channel) error { return topo.Declare(ch) })
 	t.Cleanup(func() { withChannel(t, conn, func(ch *amqp.Channel) error { return topo.Delete(ch) }) })
 

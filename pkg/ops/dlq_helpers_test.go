@@ -41,9 +41,9 @@ func newDLQEnv(t *testing.T) *dlqEnv {
 	}
 	t.Cleanup(func() { _ = conn.Close() })
 	p := testenv.Unique("t.ops") + "."
-	topo := queue.Topology{Exchange: p + "orders", Queue: p + "orders.created", DeadExchange: p + "orders.dlx",
+	topo := queue.NewTopology(queue.Topology{Exchange: p + "orders", Queue: p + "orders.created", DeadExchange: p + "orders.dlx",
 		DeadQueue: p + "orders.dead", RetryExchange: p + "orders.retry",
-		RetryDelays: []time.Duration{200 * time.Millisecond}}.WithDefaults()
+		RetryDelays: []time.Duration{200 * time.Millisecond}})
 	onChannel(t, conn, func(ch *amqp.Channel) error { return topo.Declare(ch) })
 	t.Cleanup(func() { onChannel(t, conn, func(ch *amqp.Channel) error { return topo.Delete(ch) }) })
 	db, err := store.Open(ctx, dsn, store.Options{MaxOpenConns: 4})

@@ -44,7 +44,7 @@ func GatherRabbit(ctx context.Context, opts RabbitOptions) RabbitFacts {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
-	topo := opts.Topology.WithDefaults()
+	topo := queue.NewTopology(opts.Topology)
 	f := RabbitFacts{Depth: map[string][2]int{}, Work: topo.Queue, Dead: topo.DeadQueue}
 	// SURGE_AMQP_URL may list a cluster's nodes: the first that answers.
 	var conn *amqp.Connection

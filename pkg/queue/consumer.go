@@ -75,7 +75,8 @@ type Consumer struct {
 // NewConsumer builds a consumer of topo's work queue.
 func NewConsumer(conn *Conn, topo Topology, opts ConsumerOptions) *Consumer {
 	opts.setDefaults()
-	return &Consumer{conn: conn, topo: topo.WithDefaults(), opts: opts}
+	topo.setDefaults()
+	return &Consumer{conn: conn, topo: topo, opts: opts}
 }
 
 // Run consumes until ctx ends, then stops intake (cancels the

@@ -48,7 +48,7 @@ func testTopology(t testing.TB, conn *Conn, edit ...func(*Topology)) Topology {
 	for _, e := range edit {
 		e(&topo)
 	}
-	topo = topo.WithDefaults()
+	topo = NewTopology(topo)
 	withChannel(t, conn, func(ch *amqp.Channel) {
 		if err := topo.Declare(ch); err != nil {
 			t.Fatalf("declare: %v", err)

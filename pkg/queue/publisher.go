@@ -78,7 +78,8 @@ func NewPublisher(conn *Conn, topo Topology, opts PublisherOptions) (*Publisher,
 // zero fields take the defaults here.
 func newPublisher(conn *Conn, topo Topology, opts PublisherOptions) *Publisher {
 	opts.setDefaults()
-	p := &Publisher{conn: conn, topo: topo.WithDefaults(), opts: opts,
+	topo.setDefaults()
+	p := &Publisher{conn: conn, topo: topo, opts: opts,
 		slots: make(chan *confirmChannel, opts.Channels), closed: make(chan struct{})}
 	for range opts.Channels {
 		p.slots <- nil
