@@ -44,8 +44,8 @@ func HTTPEmpty(ctx context.Context, opts HTTPOptions) (Result, error) {
 		<-errc // http.ErrServerClosed: the measurement is over
 	}()
 	gen, err := loadgen.New(loadgen.Options{Concurrency: opts.Concurrency, Duration: opts.Duration},
-		&loadgen.Orders{Client: loadgen.NewOrderClient(opts.Concurrency), BaseURL: "http://" + ln.Addr().String(),
-			SKU: "ceiling", RunID: "ceiling"})
+		loadgen.NewOrders(loadgen.Orders{Client: loadgen.NewOrderClient(opts.Concurrency), BaseURL: "http://" + ln.Addr().String(),
+			SKU: "ceiling", RunID: "ceiling"}))
 	if err != nil {
 		return Result{}, fmt.Errorf("http ceiling: %w", err)
 	}

@@ -170,7 +170,7 @@ func (s Scenario) sold(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return b.Sold / int64(s.Orders.qty()), nil
+	return b.Sold / int64(s.Orders.Qty), nil
 }
 
 func (s Scenario) drainAndCheck(ctx context.Context, c Counts) (*float64, *Check, error) {
@@ -194,7 +194,7 @@ func (s Scenario) drainAndCheck(ctx context.Context, c Counts) (*float64, *Check
 	if !ok {
 		drain = -1
 	}
-	in := CheckInput{Stock: int64(s.Stock), Qty: int64(s.Orders.qty()), Counts: c}
+	in := CheckInput{Stock: int64(s.Stock), Qty: int64(s.Orders.Qty), Counts: c}
 	var err error
 	if in.Books, err = s.Ledger.Books(ctx, s.Orders.SKU); err != nil {
 		return &drain, nil, err
