@@ -46,3 +46,24 @@ func TestNewOrdersDefaults(t *testing.T) {
 		})
 	}
 }
+
+func TestScenarioDefaults(t *testing.T) {
+	tests := []struct {
+		name string
+		in   time.Duration
+		want time.Duration
+	}{
+		{"zero", 0, time.Minute},
+		{"negative", -time.Second, time.Minute},
+		{"set", time.Second, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Scenario{Label: "l", DrainTimeout: tt.in}
+			s.setDefaults()
+			if s.DrainTimeout != tt.want || s.Label != "l" {
+				t.Fatalf("got drain timeout %v label %q, want %v and the label kept", s.DrainTimeout, s.Label, tt.want)
+			}
+		})
+	}
+}
