@@ -83,7 +83,7 @@ func TestDashboardPanelsMove(t *testing.T) {
 	slowURL, _ := apptest.Gateway(t, slow, quietLog())
 
 	services := serveGatherer(t, metrics.Registry)
-	conn, err := queue.Dial(ctx, c.AMQP.URL)
+	conn, err := queue.Dial(ctx, c.AMQP.URL, queue.DialOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func openEngines(ctx context.Context, c config.Common, name string, log *slog.Lo
 		return nil, fmt.Errorf("mysql: %w", err)
 	}
 	e.db = db
-	mq, err := queue.Dial(ctx, c.AMQP.URL, queue.WithConnectionName("surge-"+name), queue.WithLogger(log))
+	mq, err := queue.Dial(ctx, c.AMQP.URL, queue.DialOptions{Name: "surge-" + name, Logger: log})
 	switch {
 	case err != nil && n.brokerOptional:
 		log.Warn("rabbitmq unreachable: going on without it", "err", err)

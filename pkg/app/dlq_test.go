@@ -73,7 +73,7 @@ func dlqList(t *testing.T, p *pipeline) []admin.Letter {
 // publisher than the gateway would: without reserving stock.
 func dlqPublisher(t *testing.T, p *pipeline) *queue.Publisher {
 	t.Helper()
-	conn, err := queue.Dial(context.Background(), p.Cfg.AMQP.URL, queue.WithLogger(quietLog()))
+	conn, err := queue.Dial(context.Background(), p.Cfg.AMQP.URL, queue.DialOptions{Logger: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func dlqSettled(t *testing.T, p *pipeline, sku string, sold int) dlqState {
 
 func dlqConn(t *testing.T, p *pipeline) *queue.Conn {
 	t.Helper()
-	conn, err := queue.Dial(context.Background(), p.Cfg.AMQP.URL, queue.WithLogger(quietLog()))
+	conn, err := queue.Dial(context.Background(), p.Cfg.AMQP.URL, queue.DialOptions{Logger: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}

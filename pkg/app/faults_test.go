@@ -137,7 +137,7 @@ func TestDuplicateDelivery(t *testing.T) {
 		n, err := p.DB.InvoiceCount(context.Background(), sku)
 		return n == 1, err
 	})
-	conn, err := queue.Dial(context.Background(), p.Cfg.AMQP.URL)
+	conn, err := queue.Dial(context.Background(), p.Cfg.AMQP.URL, queue.DialOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,6 +123,7 @@ type Gateway struct {
 // NewGateway opens the engines, declares the topology and builds the
 // HTTP server.
 func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gateway, error) {
+	cfg.RateLimit = ratelimit.NewConfig(cfg.RateLimit)
 	trusted, err := httpapi.ParseTrustedProxies(cfg.TrustedProxies)
 	if err != nil {
 		return nil, fmt.Errorf("SURGE_TRUSTED_PROXIES: %w", err)
@@ -194,7 +195,6 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 // ratePolicies describes the rate limits for RateLimit-Policy headers: a
 // budget of burst requests that refills in burst/rate seconds.
 func ratePolicies(c ratelimit.Config) map[string]httpapi.RatePolicy {
-	c = c.WithDefaults()
 	p := map[string]httpapi.RatePolicy{}
 	if c.CustomerRate > 0 {
 		p[idem.ScopeCustomer] = httpapi.RatePolicy{Quota: c.CustomerBurst,

@@ -20,9 +20,9 @@ import (
 
 // ipLimit builds POST /v1/orders's per-IP limiter, shared by every gateway
 // through Redis and counted in metrics; nil when turned off (negative
-// rate).
+// rate). Here and in customerLimited and ratePolicies, c has its defaults
+// set (NewGateway).
 func ipLimit(rdb redis.Scripter, c ratelimit.Config) httpapi.Limiter {
-	c = c.WithDefaults()
 	if l := ratelimit.New(rdb, "ip:", c.IPRate, c.IPBurst); l != nil {
 		return metrics.Limiter{Scope: "ip", Next: l}
 	}
@@ -33,7 +33,6 @@ func ipLimit(rdb redis.Scripter, c ratelimit.Config) httpapi.Limiter {
 // idempotency claim (one script, one Redis call) and counts the decisions;
 // with the limit off (negative rate) it is records as they are.
 func customerLimited(records *idem.Records, c ratelimit.Config) gateway.Claimer {
-	c = c.WithDefaults()
 	if c.CustomerRate <= 0 {
 		return records
 	}

@@ -83,14 +83,15 @@ type AMQP struct {
 	RetryDelays []time.Duration `envconfig:"AMQP_RETRY_DELAYS" default:"1s,10s,60s"`
 }
 
-// Topology returns the queue topology with defaults applied.
+// Topology returns the queue topology, every name set (queue.NewTopology):
+// the one value the services and their tools read the names from.
 func (a AMQP) Topology() queue.Topology {
 	t := queue.Topology{Exchange: a.Exchange, Queue: a.Queue, DeadQueue: a.DeadQueue, RetryDelays: a.RetryDelays}
 	if a.Exchange != "" {
 		t.DeadExchange = a.Exchange + ".dlx"
 		t.RetryExchange = a.Exchange + ".retry"
 	}
-	return t.WithDefaults()
+	return queue.NewTopology(t)
 }
 
 // MySQL locates the database.

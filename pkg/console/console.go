@@ -103,12 +103,23 @@ type Console struct {
 	// IdempotencyTTL is the gateway's SURGE_IDEMPOTENCY_TTL, which order
 	// ids are derived with (lookup by customer and key).
 	IdempotencyTTL time.Duration
-	Log            *slog.Logger
-	// Now is the clock; nil means time.Now.
+	// Log receives the operators' actions, refused sign-ins and render
+	// errors. Default slog.Default().
+	Log *slog.Logger
+	// Now is the clock. Default time.Now.
 	Now func() time.Time
 
 	pages map[string]*template.Template
 	rates *rates
+}
+
+func (c *Console) setDefaults() {
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 }
 
 // Prefix is where the console is mounted.
@@ -116,12 +127,7 @@ const Prefix = "/console/"
 
 // Handler returns the console's routes, all under Prefix.
 func (c *Console) Handler() http.Handler {
-	if c.Log == nil {
-		c.Log = slog.Default()
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.setDefaults()
 	c.pages = parsePages()
 	c.rates = newRates(c.Now)
 	mux := http.NewServeMux()

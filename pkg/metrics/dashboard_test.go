@@ -37,7 +37,7 @@ func published(t *testing.T) map[string]family {
 	Middleware(mux).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/probe", nil))
 
 	url := testenv.AMQPURL(t)
-	conn, err := queue.Dial(context.Background(), url)
+	conn, err := queue.Dial(context.Background(), url, queue.DialOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

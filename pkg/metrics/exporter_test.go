@@ -146,14 +146,14 @@ b9f98896169710e4dde50441dfffeda71f502258 127.0.0.1:7305@17305 slave 0aa40a119ffe
 func TestQueueCollectorAndPublishResults(t *testing.T) {
 	url := testenv.AMQPURL(t)
 	ctx := context.Background()
-	conn, err := queue.Dial(ctx, url)
+	conn, err := queue.Dial(ctx, url, queue.DialOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
 	p := testenv.Unique("t.metrics.")
-	topo := queue.Topology{Exchange: p + "orders", Queue: p + "orders.created", DeadExchange: p + "orders.dlx",
-		DeadQueue: p + "orders.dead", RetryExchange: p + "orders.retry", RetryDelays: []time.Duration{time.Second}}.WithDefaults()
+	topo := queue.NewTopology(queue.Topology{Exchange: p + "orders", Queue: p + "orders.created", DeadExchange: p + "orders.dlx",
+		DeadQueue: p + "orders.dead", RetryExchange: p + "orders.retry", RetryDelays: []time.Duration{time.Second}})
 	withChannel(t, conn, func(ch *amqp.Channel) error { return topo.Declare(ch) })
 	t.Cleanup(func() { withChannel(t, conn, func(ch *amqp.Channel) error { return topo.Delete(ch) }) })
 

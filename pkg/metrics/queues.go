@@ -37,7 +37,7 @@ func NewQueueCollector(conn *queue.Conn, queues ...string) *QueueCollector {
 // TopologyQueues lists the queues of topo worth watching: work, dead and
 // retry tiers.
 func TopologyQueues(topo queue.Topology) []string {
-	topo = topo.WithDefaults()
+	topo = queue.NewTopology(topo)
 	return append([]string{topo.Queue, topo.DeadQueue}, topo.RetryQueues()...)
 }
 

@@ -35,16 +35,16 @@ func newDLQEnv(t *testing.T) *dlqEnv {
 	url := testenv.AMQPURL(t)
 	dsn := testenv.MySQLDSN(t)
 	ctx := context.Background()
-	conn, err := queue.Dial(ctx, url, queue.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-		queue.WithBackoff(20*time.Millisecond, 200*time.Millisecond))
+	conn, err := queue.Dial(ctx, url, queue.DialOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
 	p := testenv.Unique("t.ops") + "."
-	topo := queue.Topology{Exchange: p + "orders", Queue: p + "orders.created", DeadExchange: p + "orders.dlx",
+	topo := queue.NewTopology(queue.Topology{Exchange: p + "orders", Queue: p + "orders.created", DeadExchange: p + "orders.dlx",
 		DeadQueue: p + "orders.dead", RetryExchange: p + "orders.retry",
-		RetryDelays: []time.Duration{200 * time.Millisecond}}.WithDefaults()
+		RetryDelays: []time.Duration{200 * time.Millisecond}})
 	onChannel(t, conn, func(ch *amqp.Channel) error { return topo.Declare(ch) })
 	t.Cleanup(func() { onChannel(t, conn, func(ch *amqp.Channel) error { return topo.Delete(ch) }) })
 	db, err := store.Open(ctx, dsn, store.Options{MaxOpenConns: 4})

@@ -262,7 +262,7 @@ func TestBrokerDown(t *testing.T) {
 	ctx := context.Background()
 	id := e.parkOrder(t, testOrder(e.sku, 1), order.ReasonUnknownSKU, time.Now())
 	proxy := testenv.NewProxy(t, "127.0.0.1:5672")
-	conn, err := queue.Dial(ctx, strings.Replace(testenv.AMQPURL(t), "127.0.0.1:5672", proxy.Addr(), 1))
+	conn, err := queue.Dial(ctx, strings.Replace(testenv.AMQPURL(t), "127.0.0.1:5672", proxy.Addr(), 1), queue.DialOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

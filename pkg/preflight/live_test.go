@@ -46,8 +46,8 @@ func rabbitTopology(t *testing.T) (string, queue.Topology) {
 	t.Helper()
 	url := testenv.AMQPURL(t)
 	p := testenv.Unique("t.pf.")
-	topo := queue.Topology{Exchange: p + "orders", Queue: p + "orders.created", DeadExchange: p + "orders.dlx",
-		DeadQueue: p + "orders.dead", RetryExchange: p + "orders.retry", RetryDelays: []time.Duration{time.Second}}.WithDefaults()
+	topo := queue.NewTopology(queue.Topology{Exchange: p + "orders", Queue: p + "orders.created", DeadExchange: p + "orders.dlx",
+		DeadQueue: p + "orders.dead", RetryExchange: p + "orders.retry", RetryDelays: []time.Duration{time.Second}})
 	withAMQP(t, url, topo.Declare)
 	t.Cleanup(func() { withAMQP(t, url, topo.Delete) })
 	return url, topo

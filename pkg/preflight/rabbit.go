@@ -14,9 +14,12 @@ import (
 
 // RabbitOptions locates the broker and names the topology.
 type RabbitOptions struct {
-	URL      string
+	URL string
+	// Topology names what is checked; zero fields mean the services'
+	// defaults (queue.NewTopology).
 	Topology queue.Topology
-	// Timeout bounds the RabbitMQ part. Default 10s.
+	// Timeout bounds the RabbitMQ part. Default 10s (also for a negative
+	// value).
 	Timeout time.Duration
 }
 
@@ -36,15 +39,20 @@ type RabbitFacts struct {
 	Work, Dead string
 }
 
+func (o *RabbitOptions) setDefaults() {
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	o.Topology = queue.NewTopology(o.Topology)
+}
+
 // GatherRabbit checks that every exchange and queue exists (passive
 // declares, which create nothing), then declares the topology with the
 // arguments the services use: the broker refuses it when a queue exists
 // with another durability or type. Nothing missing is ever created.
 func GatherRabbit(ctx context.Context, opts RabbitOptions) RabbitFacts {
-	if opts.Timeout <= 0 {
-		opts.Timeout = 10 * time.Second
-	}
-	topo := opts.Topology.WithDefaults()
+	opts.setDefaults()
+	topo := opts.Topology
 	f := RabbitFacts{Depth: map[string][2]int{}, Work: topo.Queue, Dead: topo.DeadQueue}
 	// SURGE_AMQP_URL may list a cluster's nodes: the first that answers.
 	var conn *amqp.Connection

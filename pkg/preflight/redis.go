@@ -43,7 +43,8 @@ type RedisOptions struct {
 	// ServiceUsers are verified with ACL DRYRUN. Default
 	// DefaultServiceUsers.
 	ServiceUsers []string
-	// Timeout bounds the Redis part. Default 10s.
+	// Timeout bounds the Redis part. Default 10s (also for a negative
+	// value).
 	Timeout time.Duration
 }
 
@@ -71,14 +72,18 @@ type DryRun struct {
 	Err   error
 }
 
+func (o *RedisOptions) setDefaults() {
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if len(o.ServiceUsers) == 0 {
+		o.ServiceUsers = DefaultServiceUsers
+	}
+}
+
 // GatherRedis reads every node of the cluster.
 func GatherRedis(ctx context.Context, opts RedisOptions) RedisFacts {
-	if opts.Timeout <= 0 {
-		opts.Timeout = 10 * time.Second
-	}
-	if len(opts.ServiceUsers) == 0 {
-		opts.ServiceUsers = DefaultServiceUsers
-	}
+	opts.setDefaults()
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	p := redisnode.NewProber(redisnode.Options{Username: opts.Username, Password: opts.Password, TLS: opts.TLS})

@@ -32,7 +32,7 @@ type Conn struct {
 	// to the following node after a failed dial or a lost connection.
 	urls []string
 	next int // used by one dial at a time: Dial, then keepUp's redial
-	opts dialOptions
+	opts DialOptions
 
 	mu     sync.Mutex
 	cur    *amqp.Connection // nil while disconnected
@@ -48,38 +48,38 @@ type Conn struct {
 	wg     sync.WaitGroup
 }
 
-type dialOptions struct {
-	name        string
-	dialTimeout time.Duration
-	minBackoff  time.Duration
-	maxBackoff  time.Duration
-	logger      *slog.Logger
+// DialOptions configures Dial. The zero value means the defaults.
+type DialOptions struct {
+	// Name is the connection name shown in the management UI. Default
+	// "surge".
+	Name string
+	// DialTimeout bounds one TCP connect plus AMQP handshake. Default 5s.
+	DialTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the redial backoff, which doubles
+	// from MinBackoff up to MaxBackoff, with jitter. Default 100ms and 5s.
+	MinBackoff time.Duration
+	MaxBackoff time.Duration
+	// Logger receives connection losses, restorations and the broker's
+	// flow control. Default slog.Default().
+	Logger *slog.Logger
 }
 
-// DialOption configures Dial.
-type DialOption func(*dialOptions)
-
-// WithConnectionName sets the name shown in the management UI. Default
-// "surge".
-func WithConnectionName(name string) DialOption {
-	return func(o *dialOptions) { o.name = name }
-}
-
-// WithDialTimeout bounds one TCP connect plus AMQP handshake. Default 5s.
-func WithDialTimeout(d time.Duration) DialOption {
-	return func(o *dialOptions) { o.dialTimeout = d }
-}
-
-// WithBackoff sets the redial backoff, which doubles from min up to max,
-// with jitter. Default 100ms to 5s.
-func WithBackoff(min, max time.Duration) DialOption {
-	return func(o *dialOptions) { o.minBackoff, o.maxBackoff = min, max }
-}
-
-// WithLogger sets where connection losses are reported. Default
-// slog.Default().
-func WithLogger(l *slog.Logger) DialOption {
-	return func(o *dialOptions) { o.logger = l }
+func (o *DialOptions) setDefaults() {
+	if o.Name == "" {
+		o.Name = "surge"
+	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = 5 * time.Second
+	}
+	if o.MinBackoff == 0 {
+		o.MinBackoff = 100 * time.Millisecond
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
 }
 
 // Dial connects to url once, then keeps the connection up until Close.
@@ -88,13 +88,9 @@ func WithLogger(l *slog.Logger) DialOption {
 // is redialed to the next one, so a client follows the cluster when the
 // node it used goes away. When every first attempt fails (within ctx and
 // the dial timeout) it returns an error wrapping order.ErrUnavailable.
-func Dial(ctx context.Context, url string, opts ...DialOption) (*Conn, error) {
-	o := dialOptions{name: "surge", dialTimeout: 5 * time.Second,
-		minBackoff: 100 * time.Millisecond, maxBackoff: 5 * time.Second, logger: slog.Default()}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	c := &Conn{urls: SplitURLs(url), opts: o, up: make(chan struct{}), quit: make(chan struct{})}
+func Dial(ctx context.Context, url string, opts DialOptions) (*Conn, error) {
+	opts.setDefaults()
+	c := &Conn{urls: SplitURLs(url), opts: opts, up: make(chan struct{}), quit: make(chan struct{})}
 	if len(c.urls) == 0 {
 		return nil, fmt.Errorf("dial rabbitmq: %w: no URL", order.ErrUnavailable)
 	}
@@ -148,9 +144,9 @@ func (c *Conn) dial(ctx context.Context) (conn *amqp.Connection, err error) {
 	res := make(chan result, 1)
 	go func() {
 		cfg := amqp.Config{
-			Dial:       amqp.DefaultDial(c.opts.dialTimeout),
+			Dial:       amqp.DefaultDial(c.opts.DialTimeout),
 			Heartbeat:  10 * time.Second,
-			Properties: amqp.Table{"connection_name": c.opts.name},
+			Properties: amqp.Table{"connection_name": c.opts.Name},
 		}
 		conn, err := amqp.DialConfig(url, cfg)
 		res <- result{conn, err}
@@ -185,7 +181,7 @@ func (c *Conn) keepUp(conn *amqp.Connection) {
 			if !c.setConn(nil) {
 				return
 			}
-			c.opts.logger.Warn("rabbitmq connection lost", "node", brokerHost(c.urls[c.next]), "error", err)
+			c.opts.Logger.Warn("rabbitmq connection lost", "node", brokerHost(c.urls[c.next]), "error", err)
 			// The node may be gone: try the next one first.
 			c.next = (c.next + 1) % len(c.urls)
 		}
@@ -199,11 +195,11 @@ func (c *Conn) watchBlocked(conn *amqp.Connection, blocks <-chan amqp.Blocking) 
 	for b := range blocks {
 		if b.Active {
 			c.blockedOn.Store(conn)
-			c.opts.logger.Warn("rabbitmq blocks publishers", "reason", b.Reason)
+			c.opts.Logger.Warn("rabbitmq blocks publishers", "reason", b.Reason)
 			continue
 		}
 		if c.blockedOn.CompareAndSwap(conn, nil) {
-			c.opts.logger.Info("rabbitmq unblocked publishers")
+			c.opts.Logger.Info("rabbitmq unblocked publishers")
 		}
 	}
 	c.blockedOn.CompareAndSwap(conn, nil)
@@ -242,7 +238,7 @@ func (c *Conn) setConn(conn *amqp.Connection) bool {
 
 // redial retries with exponential backoff and jitter; nil means Close.
 func (c *Conn) redial() *amqp.Connection {
-	backoff := c.opts.minBackoff
+	backoff := c.opts.MinBackoff
 	for {
 		wait := backoff/2 + rand.N(backoff/2+1)
 		select {
@@ -261,11 +257,11 @@ func (c *Conn) redial() *amqp.Connection {
 		conn, err := c.dial(ctx)
 		cancel()
 		if err == nil {
-			c.opts.logger.Info("rabbitmq connection restored", "node", brokerHost(c.urls[c.next]))
+			c.opts.Logger.Info("rabbitmq connection restored", "node", brokerHost(c.urls[c.next]))
 			return conn
 		}
-		c.opts.logger.Warn("rabbitmq redial failed", "error", err, "next_in", backoff)
-		backoff = min(backoff*2, c.opts.maxBackoff)
+		c.opts.Logger.Warn("rabbitmq redial failed", "error", err, "next_in", backoff)
+		backoff = min(backoff*2, c.opts.MaxBackoff)
 	}
 }
 
@@ -309,7 +305,7 @@ func (c *Conn) awaitChannel(ctx context.Context) (*amqp.Channel, error) {
 			// Wait for keepUp to notice instead of spinning.
 			select {
 			case <-ctx.Done():
-			case <-time.After(c.opts.minBackoff):
+			case <-time.After(c.opts.MinBackoff):
 			}
 		}
 	}

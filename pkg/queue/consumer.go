@@ -36,7 +36,7 @@ type ConsumerOptions struct {
 	Now func() time.Time
 }
 
-func (o ConsumerOptions) withDefaults() ConsumerOptions {
+func (o *ConsumerOptions) setDefaults() {
 	if o.Prefetch == 0 {
 		o.Prefetch = 64
 	}
@@ -52,7 +52,15 @@ func (o ConsumerOptions) withDefaults() ConsumerOptions {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return o
+}
+
+// validate rejects what the broker or the handler pool cannot use.
+func (o ConsumerOptions) validate() error {
+	if o.Prefetch < 1 || o.Prefetch > 65535 || o.Concurrency < 1 {
+		return fmt.Errorf("prefetch %d, concurrency %d: need prefetch 1-65535 and concurrency >= 1",
+			o.Prefetch, o.Concurrency)
+	}
+	return nil
 }
 
 // Consumer consumes the work queue with a bounded pool of handlers,
@@ -66,7 +74,9 @@ type Consumer struct {
 
 // NewConsumer builds a consumer of topo's work queue.
 func NewConsumer(conn *Conn, topo Topology, opts ConsumerOptions) *Consumer {
-	return &Consumer{conn: conn, topo: topo.WithDefaults(), opts: opts.withDefaults()}
+	opts.setDefaults()
+	topo.setDefaults()
+	return &Consumer{conn: conn, topo: topo, opts: opts}
 }
 
 // Run consumes until ctx ends, then stops intake (cancels the
@@ -75,8 +85,11 @@ func NewConsumer(conn *Conn, topo Topology, opts ConsumerOptions) *Consumer {
 // Connection losses are waited out. It returns an error for an unusable
 // configuration, or (after draining) once conn is closed (ErrClosed).
 func (c *Consumer) Run(ctx context.Context, h Handler) error {
-	if h == nil || c.opts.Prefetch < 1 || c.opts.Prefetch > 65535 || c.opts.Concurrency < 1 {
-		return errors.New("run consumer: need a handler, prefetch 1-65535 and concurrency >= 1")
+	if h == nil {
+		return errors.New("run consumer: need a handler")
+	}
+	if err := c.opts.validate(); err != nil {
+		return fmt.Errorf("run consumer: %w", err)
 	}
 	if err := c.topo.validate(); err != nil {
 		return fmt.Errorf("run consumer: %w", err)

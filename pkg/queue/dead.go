@@ -85,7 +85,7 @@ func ReplayDead(ctx context.Context, conn *Conn, topo Topology, ids []string,
 	if len(ids) == 0 && filter == nil {
 		return nil, fmt.Errorf("replay dead letters: %w: give ids or a filter", order.ErrInvalid)
 	}
-	topo = topo.WithDefaults()
+	topo.setDefaults()
 	pub := newPublisher(conn, topo, PublisherOptions{Channels: 1})
 	defer pub.Close()
 	var results []ReplayResult
@@ -127,7 +127,7 @@ func DiscardDead(ctx context.Context, conn *Conn, topo Topology, ids []string) (
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("discard dead letters: %w: no ids given", order.ErrInvalid)
 	}
-	topo = topo.WithDefaults()
+	topo.setDefaults()
 	if err := ensureDiscarded(conn, topo); err != nil {
 		return nil, fmt.Errorf("discard dead letters: %w", err)
 	}

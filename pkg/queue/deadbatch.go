@@ -37,7 +37,7 @@ type heldLetter struct {
 // withDeadLetters takes the lock, holds every dead letter, runs fn, and
 // requeues what fn did not remove, in order, whatever fn returned.
 func withDeadLetters(ctx context.Context, conn *Conn, topo Topology, fn func(*deadBatch) error) error {
-	topo = topo.WithDefaults()
+	topo.setDefaults()
 	conn.deadMu.Lock()
 	defer conn.deadMu.Unlock()
 	unlock, err := lockDeadQueue(ctx, conn, topo.DeadQueue+".ops-lock")

@@ -23,13 +23,16 @@ const HeaderDiscardedAt = "x-surge-discarded-at"
 // DiscardedQueue names the queue that keeps discarded dead letters:
 // DeadQueue + ".discarded" ("orders.dead.discarded"). It is bound to no
 // exchange: only DiscardDead writes to it.
-func (t Topology) DiscardedQueue() string { return t.WithDefaults().DeadQueue + ".discarded" }
+func (t Topology) DiscardedQueue() string {
+	t.setDefaults()
+	return t.DeadQueue + ".discarded"
+}
 
 // discarded is t with the discarded queue in the dead queue's place, so
 // that the dead-letter operations (hold all, select, remove, requeue the
 // rest, under a lock of its own) work on it unchanged.
 func (t Topology) discarded() Topology {
-	t = t.WithDefaults()
+	t.setDefaults()
 	t.DeadQueue = t.DiscardedQueue()
 	return t
 }
@@ -68,7 +71,8 @@ func ensureDiscarded(conn *Conn, t Topology) error {
 // oldest discard first, with the ids, reasons and failure times they had
 // when parked. The queue is left as it was (see ListDead).
 func ListDiscarded(ctx context.Context, conn *Conn, topo Topology) ([]DeadLetter, error) {
-	if err := ensureDiscarded(conn, topo.WithDefaults()); err != nil {
+	topo.setDefaults()
+	if err := ensureDiscarded(conn, topo); err != nil {
 		return nil, fmt.Errorf("discarded: %w", err)
 	}
 	out, err := ListDead(ctx, conn, topo.discarded())
@@ -84,7 +88,7 @@ func ListDiscarded(ctx context.Context, conn *Conn, topo Topology) ([]DeadLetter
 // the broker confirmed it in the dead queue. An id not kept fails the
 // call with order.ErrNotFound, changing nothing.
 func RestoreDiscarded(ctx context.Context, conn *Conn, topo Topology, ids []string) ([]string, error) {
-	topo = topo.WithDefaults()
+	topo.setDefaults()
 	pub := newPublisher(conn, topo, PublisherOptions{Channels: 1})
 	defer pub.Close()
 	var restored []string

@@ -24,7 +24,7 @@ func dialTest(t testing.TB, url string) *Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	conn, err := Dial(ctx, url, WithLogger(quiet), WithBackoff(20*time.Millisecond, 200*time.Millisecond))
+	conn, err := Dial(ctx, url, DialOptions{Logger: quiet, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("dial %s: %v", url, err)
 	}
@@ -48,7 +48,7 @@ func testTopology(t testing.TB, conn *Conn, edit ...func(*Topology)) Topology {
 	for _, e := range edit {
 		e(&topo)
 	}
-	topo = topo.WithDefaults()
+	topo = NewTopology(topo)
 	withChannel(t, conn, func(ch *amqp.Channel) {
 		if err := topo.Declare(ch); err != nil {
 			t.Fatalf("declare: %v", err)

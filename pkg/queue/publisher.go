@@ -28,7 +28,7 @@ type PublisherOptions struct {
 	Headers func(ctx context.Context) amqp.Table
 }
 
-func (o PublisherOptions) withDefaults() PublisherOptions {
+func (o *PublisherOptions) setDefaults() {
 	if o.Channels == 0 {
 		o.Channels = 8
 	}
@@ -38,7 +38,15 @@ func (o PublisherOptions) withDefaults() PublisherOptions {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return o
+}
+
+// validate rejects what no default replaces: a negative pool size or
+// confirm timeout.
+func (o PublisherOptions) validate() error {
+	if o.Channels < 0 || o.ConfirmTimeout < 0 {
+		return fmt.Errorf("channels=%d confirm timeout=%v: %w", o.Channels, o.ConfirmTimeout, order.ErrInvalid)
+	}
+	return nil
 }
 
 // Publisher publishes persistent, mandatory messages and returns only once
@@ -60,18 +68,18 @@ type Publisher struct {
 // NewPublisher builds a publisher of orders to topo's exchange. Channels
 // are opened lazily, so it does not need the broker to be up.
 func NewPublisher(conn *Conn, topo Topology, opts PublisherOptions) (*Publisher, error) {
-	opts = opts.withDefaults()
-	if opts.Channels < 1 || opts.ConfirmTimeout < 0 {
-		return nil, fmt.Errorf("new publisher: channels=%d confirm timeout=%v: %w",
-			opts.Channels, opts.ConfirmTimeout, order.ErrInvalid)
+	if err := opts.validate(); err != nil {
+		return nil, fmt.Errorf("new publisher: %w", err)
 	}
 	return newPublisher(conn, topo, opts), nil
 }
 
-// newPublisher builds a publisher from options known to be valid.
+// newPublisher builds a publisher from options known to be valid; their
+// zero fields take the defaults here.
 func newPublisher(conn *Conn, topo Topology, opts PublisherOptions) *Publisher {
-	opts = opts.withDefaults()
-	p := &Publisher{conn: conn, topo: topo.WithDefaults(), opts: opts,
+	opts.setDefaults()
+	topo.setDefaults()
+	p := &Publisher{conn: conn, topo: topo, opts: opts,
 		slots: make(chan *confirmChannel, opts.Channels), closed: make(chan struct{})}
 	for range opts.Channels {
 		p.slots <- nil

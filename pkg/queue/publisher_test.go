@@ -126,7 +126,7 @@ func TestDialUnreachableIsUnavailable(t *testing.T) {
 	}
 	url := "amqp://guest:guest@" + ln.Addr().String() + "/"
 	_ = ln.Close()
-	_, err = Dial(context.Background(), url, WithLogger(quiet), WithDialTimeout(time.Second))
+	_, err = Dial(context.Background(), url, DialOptions{Logger: quiet, DialTimeout: time.Second})
 	if !isUnavailable(err) {
 		t.Fatalf("dial closed port = %v, want ErrUnavailable", err)
 	}

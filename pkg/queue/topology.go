@@ -46,9 +46,12 @@ func (e *InequivalentError) Unwrap() error { return e.Err }
 // before it is parked in the dead queue.
 var DefaultRetryDelays = []time.Duration{time.Second, 10 * time.Second, 60 * time.Second}
 
-// Topology names every exchange and queue of the order flow. Its zero value
-// means the defaults; tests set unique names. The gateway and the worker
-// both call Declare at start-up, with the same values.
+// Topology names every exchange and queue of the order flow. A zero field
+// means its default; tests set unique names. Code that reads the names
+// takes a Topology built by NewTopology (pkg/config builds the services'
+// one so), which has every field set; the functions of this package
+// complete a partial one themselves. The gateway and the worker both call
+// Declare at start-up, with the same values.
 type Topology struct {
 	// Exchange receives new orders (topic, durable). Default "orders".
 	Exchange string
@@ -81,8 +84,15 @@ type Topology struct {
 	DeadDeliveryLimit int
 }
 
-// WithDefaults returns t with every empty field set to its default.
-func (t Topology) WithDefaults() Topology {
+// NewTopology returns t with every zero field set to its default, so that
+// whoever reads its names (DeadQueue, RetryQueues, DiscardedQueue) sees
+// the ones the services declare.
+func NewTopology(t Topology) Topology {
+	t.setDefaults()
+	return t
+}
+
+func (t *Topology) setDefaults() {
 	def := func(s *string, v string) {
 		if *s == "" {
 			*s = v
@@ -103,7 +113,6 @@ func (t Topology) WithDefaults() Topology {
 	if t.DeadDeliveryLimit == 0 {
 		t.DeadDeliveryLimit = DefaultDeadDeliveryLimit
 	}
-	return t
 }
 
 // validate rejects values the broker would accept but surge cannot use.
@@ -126,7 +135,7 @@ func (t Topology) validate() error {
 
 // RetryQueues returns the names of the tier queues, in tier order.
 func (t Topology) RetryQueues() []string {
-	t = t.WithDefaults()
+	t.setDefaults()
 	names := make([]string, len(t.RetryDelays))
 	for i, d := range t.RetryDelays {
 		names[i] = t.RetryExchange + "." + delayName(d)
@@ -159,7 +168,7 @@ func quorumArgs(deadExchange string) amqp.Table {
 // It is idempotent; a queue that exists with different arguments makes
 // the broker close ch with PRECONDITION_FAILED, reported as an error.
 func (t Topology) Declare(ch *amqp.Channel) error {
-	t = t.WithDefaults()
+	t.setDefaults()
 	if err := t.validate(); err != nil {
 		return fmt.Errorf("declare topology: %w", err)
 	}
@@ -223,7 +232,7 @@ func declareBound(ch *amqp.Channel, queue string, args amqp.Table, exchange, key
 // one by a declaration (the broker refuses other arguments): it is kept
 // as it is, and log says how to set the limit with a policy.
 func (t Topology) DeclareOn(conn *Conn, log *slog.Logger) error {
-	t = t.WithDefaults()
+	t.setDefaults()
 	err := declareOnChannel(conn, t)
 	var ie *InequivalentError
 	if !errors.As(err, &ie) || ie.Queue != t.DeadQueue || t.DeadDeliveryLimit <= 0 {
@@ -248,7 +257,7 @@ func declareOnChannel(conn *Conn, t Topology) error {
 // Delete removes every queue and exchange of t, messages included. Tests
 // call it at cleanup; production code never does.
 func (t Topology) Delete(ch *amqp.Channel) error {
-	t = t.WithDefaults()
+	t.setDefaults()
 	var errs []error
 	queues := append([]string{t.Queue, t.DeadQueue, t.DiscardedQueue()}, t.RetryQueues()...)
 	for _, q := range queues {

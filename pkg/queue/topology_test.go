@@ -13,7 +13,7 @@ import (
 )
 
 func TestTopologyDefaults(t *testing.T) {
-	got := Topology{}.WithDefaults()
+	got := NewTopology(Topology{})
 	want := Topology{
 		Exchange: "orders", RoutingKey: "order.created", Queue: "orders.created",
 		DeadExchange: "orders.dlx", DeadQueue: "orders.dead", RetryExchange: "orders.retry",
@@ -26,7 +26,7 @@ func TestTopologyDefaults(t *testing.T) {
 	if diff := cmp.Diff([]string{"orders.retry.1s", "orders.retry.10s", "orders.retry.60s"}, got.RetryQueues()); diff != "" {
 		t.Errorf("retry queues (-want +got):\n%s", diff)
 	}
-	custom := Topology{Queue: "q", RetryExchange: "r", RetryDelays: []time.Duration{200 * time.Millisecond}}.WithDefaults()
+	custom := NewTopology(Topology{Queue: "q", RetryExchange: "r", RetryDelays: []time.Duration{200 * time.Millisecond}})
 	if custom.Queue != "q" || custom.Exchange != "orders" || custom.RetryQueues()[0] != "r.200ms" {
 		t.Errorf("custom topology = %+v, retry queues %v", custom, custom.RetryQueues())
 	}
@@ -46,7 +46,7 @@ func TestTopologyValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Topology{RetryDelays: tt.delays, DeliveryLimit: tt.limit}.WithDefaults().validate()
+			err := NewTopology(Topology{RetryDelays: tt.delays, DeliveryLimit: tt.limit}).validate()
 			if (err == nil) != tt.ok {
 				t.Errorf("validate = %v, want ok=%v", err, tt.ok)
 			}
@@ -77,8 +77,8 @@ func TestDeadQueueDeliveryLimit(t *testing.T) {
 	}
 
 	p := testenv.Unique("t") + "."
-	legacy := Topology{Exchange: p + "orders", Queue: p + "orders.created", DeadExchange: p + "orders.dlx",
-		DeadQueue: p + "orders.dead", RetryExchange: p + "orders.retry", RetryDelays: []time.Duration{time.Second}}.WithDefaults()
+	legacy := NewTopology(Topology{Exchange: p + "orders", Queue: p + "orders.created", DeadExchange: p + "orders.dlx",
+		DeadQueue: p + "orders.dead", RetryExchange: p + "orders.retry", RetryDelays: []time.Duration{time.Second}})
 	if err := declared(legacy.DeadQueue, amqp.Table{"x-queue-type": "quorum"}); err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,9 @@ import (
 )
 
 // Config is the gateway's rate limits on POST /v1/orders. In a struct
-// literal a zero field means its default; a negative rate turns that limit
-// off. The envconfig defaults repeat the same values for the services.
+// literal a zero field means its default, set once by NewConfig where the
+// gateway is built; a negative rate turns that limit off. The envconfig
+// defaults repeat the same values for the services.
 type Config struct {
 	// CustomerRate is the sustained requests per second one customer may
 	// send: SURGE_RATE_LIMIT_CUSTOMER_RATE, default 20.
@@ -44,8 +45,13 @@ const (
 	DefaultIPBurst       = 20000
 )
 
-// WithDefaults returns c with every zero field set to its default.
-func (c Config) WithDefaults() Config {
+// NewConfig returns c with every zero field set to its default.
+func NewConfig(c Config) Config {
+	c.setDefaults()
+	return c
+}
+
+func (c *Config) setDefaults() {
 	if c.CustomerRate == 0 {
 		c.CustomerRate = DefaultCustomerRate
 	}
@@ -58,7 +64,6 @@ func (c Config) WithDefaults() Config {
 	if c.IPBurst == 0 {
 		c.IPBurst = DefaultIPBurst
 	}
-	return c
 }
 
 // Limiter spends requests from per-subject budgets: Rate per second

@@ -98,9 +98,29 @@ func TestOffAndDefaults(t *testing.T) {
 	if ok, _, err := off.Allow(context.Background(), "anyone"); !ok || err != nil {
 		t.Fatalf("an off limit refused: %v", err)
 	}
-	c := ratelimit.Config{IPRate: -1}.WithDefaults()
+	c := ratelimit.NewConfig(ratelimit.Config{IPRate: -1})
 	want := ratelimit.Config{CustomerRate: 20, CustomerBurst: 40, IPRate: -1, IPBurst: 20000}
 	if c != want {
 		t.Fatalf("defaults %+v, want %+v", c, want)
+	}
+}
+
+func TestNewConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		in   ratelimit.Config
+		want ratelimit.Config
+	}{
+		{"zero", ratelimit.Config{}, ratelimit.Config{CustomerRate: 20, CustomerBurst: 40, IPRate: 10000, IPBurst: 20000}},
+		{"set", ratelimit.Config{CustomerRate: 1, CustomerBurst: 2, IPRate: 3, IPBurst: 4},
+			ratelimit.Config{CustomerRate: 1, CustomerBurst: 2, IPRate: 3, IPBurst: 4}},
+		{"off", ratelimit.Config{CustomerRate: -1}, ratelimit.Config{CustomerRate: -1, CustomerBurst: 40, IPRate: 10000, IPBurst: 20000}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ratelimit.NewConfig(tt.in); got != tt.want {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
 	}
 }

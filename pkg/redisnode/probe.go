@@ -16,7 +16,8 @@ type Options struct {
 	// Username and Password authenticate every connection (the surge-ops
 	// user, or the default user).
 	Username, Password string
-	// Timeout bounds each dial and reply. Default 2s.
+	// Timeout bounds each dial and reply. Default 2s (also for a negative
+	// value).
 	Timeout time.Duration
 	// TLS, when set, is used for every connection. Default nil: plain TCP.
 	TLS *tls.Config
@@ -31,11 +32,15 @@ type Prober struct {
 	clients map[string]*redis.Client
 }
 
+func (o *Options) setDefaults() {
+	if o.Timeout <= 0 {
+		o.Timeout = 2 * time.Second
+	}
+}
+
 // NewProber returns a Prober; it dials nothing until asked.
 func NewProber(opts Options) *Prober {
-	if opts.Timeout <= 0 {
-		opts.Timeout = 2 * time.Second
-	}
+	opts.setDefaults()
 	return &Prober{opts: opts, clients: map[string]*redis.Client{}}
 }
 

@@ -37,7 +37,7 @@ func dlqSetup(t *testing.T) (orderLetter, junkLetter string, o order.Order) {
 	}
 	topo := c.AMQP.Topology()
 	ctx := context.Background()
-	conn, err := queue.Dial(ctx, url)
+	conn, err := queue.Dial(ctx, url, queue.DialOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

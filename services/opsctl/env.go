@@ -66,8 +66,8 @@ func (e *env) DB(ctx context.Context) (*store.Store, error) {
 // that does not answer within 5s fails with order.ErrUnavailable.
 func (e *env) AMQP(ctx context.Context) (*queue.Conn, error) {
 	if e.mq == nil {
-		mq, err := queue.Dial(ctx, e.cfg.AMQP.URL, queue.WithConnectionName("surge-opsctl"),
-			queue.WithDialTimeout(5*time.Second), queue.WithLogger(slog.New(slog.DiscardHandler)))
+		mq, err := queue.Dial(ctx, e.cfg.AMQP.URL, queue.DialOptions{Name: "surge-opsctl",
+			DialTimeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			return nil, fmt.Errorf("cannot reach RabbitMQ at %s (SURGE_AMQP_URL): %w", brokerAddr(e.cfg.AMQP.URL), err)
 		}

@@ -59,7 +59,7 @@ func opsEnv(t *testing.T) (adminPassword string) {
 	if err := config.Load(&c); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := queue.Dial(context.Background(), url)
+	conn, err := queue.Dial(context.Background(), url, queue.DialOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

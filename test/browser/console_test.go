@@ -284,7 +284,7 @@ func buy(t *testing.T, p *pipeline, sku, customer, key string) string {
 // than the gateway could: an order for a SKU MySQL does not know yet, and
 // a body that is not an order. The worker parks both at once.
 func park(t *testing.T, p *pipeline, o order.Order) {
-	conn, err := queue.Dial(context.Background(), p.Cfg.AMQP.URL)
+	conn, err := queue.Dial(context.Background(), p.Cfg.AMQP.URL, queue.DialOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func startPipeline(t *testing.T) *pipeline {
 	t.Cleanup(func() { _ = p.db.Close() })
 	p.redis = newClusterClient(t)
 	p.stock = stock.New(p.redis, stock.Options{})
-	mq, err := queue.Dial(context.Background(), c.AMQP.URL)
+	mq, err := queue.Dial(context.Background(), c.AMQP.URL, queue.DialOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

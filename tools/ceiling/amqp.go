@@ -24,18 +24,37 @@ type AMQPOptions struct {
 	Duration time.Duration
 }
 
+func (o *AMQPOptions) setDefaults() {
+	if o.Channels == 0 {
+		o.Channels = 8
+	}
+	if o.Window == 0 {
+		o.Window = 128
+	}
+	if o.BodySize == 0 {
+		o.BodySize = 160
+	}
+	if o.Duration == 0 {
+		o.Duration = 3 * time.Second
+	}
+}
+
+func (o AMQPOptions) validate() error {
+	if o.Queue == "" {
+		return fmt.Errorf("amqp ceiling: a queue name is required")
+	}
+	return nil
+}
+
 // AMQPConfirmed measures persistent publishes to a quorum queue, counted
 // once the broker confirmed them, with Window confirms outstanding on each
 // of Channels channels: the most confirmed publishes per second the broker
 // gives one connection.
 func AMQPConfirmed(ctx context.Context, url string, opts AMQPOptions) (Result, error) {
-	if opts.Queue == "" {
-		return Result{}, fmt.Errorf("amqp ceiling: a queue name is required")
+	opts.setDefaults()
+	if err := opts.validate(); err != nil {
+		return Result{}, err
 	}
-	opts.Channels = orDefault(opts.Channels, 8)
-	opts.Window = orDefault(opts.Window, 128)
-	opts.BodySize = orDefault(opts.BodySize, 160)
-	opts.Duration = orDefault(opts.Duration, 3*time.Second)
 	conn, err := amqp.DialConfig(url, amqp.Config{Properties: amqp.Table{"connection_name": "surge-ceiling"}})
 	if err != nil {
 		return Result{}, fmt.Errorf("amqp ceiling: dial: %w", err)

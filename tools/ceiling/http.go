@@ -20,13 +20,21 @@ type HTTPOptions struct {
 	Duration time.Duration
 }
 
+func (o *HTTPOptions) setDefaults() {
+	if o.Concurrency == 0 {
+		o.Concurrency = 256
+	}
+	if o.Duration == 0 {
+		o.Duration = 3 * time.Second
+	}
+}
+
 // HTTPEmpty measures the load generator posting orders to a handler that
 // reads the body and answers 409 at once, in this process, over loopback:
 // the most requests per second this machine's HTTP stack and generator
 // allow before any engine is involved.
 func HTTPEmpty(ctx context.Context, opts HTTPOptions) (Result, error) {
-	opts.Concurrency = orDefault(opts.Concurrency, 256)
-	opts.Duration = orDefault(opts.Duration, 3*time.Second)
+	opts.setDefaults()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return Result{}, fmt.Errorf("http ceiling: listen: %w", err)
@@ -44,8 +52,8 @@ func HTTPEmpty(ctx context.Context, opts HTTPOptions) (Result, error) {
 		<-errc // http.ErrServerClosed: the measurement is over
 	}()
 	gen, err := loadgen.New(loadgen.Options{Concurrency: opts.Concurrency, Duration: opts.Duration},
-		&loadgen.Orders{Client: loadgen.NewOrderClient(opts.Concurrency), BaseURL: "http://" + ln.Addr().String(),
-			SKU: "ceiling", RunID: "ceiling"})
+		loadgen.NewOrders(loadgen.Orders{Client: loadgen.NewOrderClient(opts.Concurrency), BaseURL: "http://" + ln.Addr().String(),
+			SKU: "ceiling", RunID: "ceiling"}))
 	if err != nil {
 		return Result{}, fmt.Errorf("http ceiling: %w", err)
 	}

@@ -23,15 +23,32 @@ type MySQLOptions struct {
 	Duration time.Duration
 }
 
+func (o *MySQLOptions) setDefaults() {
+	if o.Workers == 0 {
+		o.Workers = 4
+	}
+	if o.Batch == 0 {
+		o.Batch = 500
+	}
+	if o.Duration == 0 {
+		o.Duration = 3 * time.Second
+	}
+}
+
+func (o MySQLOptions) validate() error {
+	if o.Table == "" || strings.ContainsAny(o.Table, "`") {
+		return fmt.Errorf("mysql ceiling: a plain table name is required, got %q", o.Table)
+	}
+	return nil
+}
+
 // MySQLBatchInsert measures multi-row invoice inserts, one transaction per
 // batch, in rows per second.
 func MySQLBatchInsert(ctx context.Context, db *sql.DB, opts MySQLOptions) (Result, error) {
-	if opts.Table == "" || strings.ContainsAny(opts.Table, "`") {
-		return Result{}, fmt.Errorf("mysql ceiling: a plain table name is required, got %q", opts.Table)
+	opts.setDefaults()
+	if err := opts.validate(); err != nil {
+		return Result{}, err
 	}
-	opts.Workers = orDefault(opts.Workers, 4)
-	opts.Batch = orDefault(opts.Batch, 500)
-	opts.Duration = orDefault(opts.Duration, 3*time.Second)
 	table := "`" + opts.Table + "`"
 	if _, err := db.ExecContext(ctx, "CREATE TABLE "+table+" LIKE invoices"); err != nil {
 		return Result{}, fmt.Errorf("mysql ceiling: create %s: %w", opts.Table, err)

@@ -32,17 +32,34 @@ type RedisOptions struct {
 	Pipeline int
 }
 
+func (o *RedisOptions) setDefaults() {
+	if o.Workers == 0 {
+		o.Workers = 64
+	}
+	if o.Duration == 0 {
+		o.Duration = 3 * time.Second
+	}
+	if o.StateTTL == 0 {
+		o.StateTTL = time.Minute
+	}
+}
+
+func (o RedisOptions) validate() error {
+	if o.SKU == "" {
+		return fmt.Errorf("redis ceiling: a SKU is required")
+	}
+	return nil
+}
+
 // RedisEvalsha measures the reserve script by EVALSHA on one SKU, each call
 // a new order of one unit, from Workers callers each waiting for its
 // answer (no pipelining): the ceiling of one gateway round trip per order
 // to one hot master.
 func RedisEvalsha(ctx context.Context, rdb *redis.ClusterClient, opts RedisOptions) (Result, error) {
-	if opts.SKU == "" {
-		return Result{}, fmt.Errorf("redis ceiling: a SKU is required")
+	opts.setDefaults()
+	if err := opts.validate(); err != nil {
+		return Result{}, err
 	}
-	opts.Workers = orDefault(opts.Workers, 64)
-	opts.Duration = orDefault(opts.Duration, 3*time.Second)
-	opts.StateTTL = orDefault(opts.StateTTL, time.Minute)
 	if err := stock.LoadScripts(ctx, rdb); err != nil {
 		return Result{}, fmt.Errorf("redis ceiling: %w", err)
 	}
@@ -88,12 +105,4 @@ func redisPipelined(ctx context.Context, rdb *redis.ClusterClient, opts RedisOpt
 	})
 	res.Setup = fmt.Sprintf("reserve.lua by EVALSHA, one SKU, %d callers, pipelines of %d", opts.Workers, opts.Pipeline)
 	return res, err
-}
-
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }

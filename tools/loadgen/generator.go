@@ -45,7 +45,7 @@ type Options struct {
 	SlowAfter time.Duration
 }
 
-func (o Options) withDefaults() (Options, error) {
+func (o *Options) setDefaults() {
 	if o.Concurrency == 0 {
 		o.Concurrency = 64
 	}
@@ -55,15 +55,19 @@ func (o Options) withDefaults() (Options, error) {
 	if o.SlowAfter == 0 {
 		o.SlowAfter = 5 * time.Millisecond
 	}
+}
+
+// validate rejects options no run can follow.
+func (o Options) validate() error {
 	switch {
 	case o.Concurrency < 0 || o.Requests < 0 || o.Duration < 0 || o.Rate < 0 || o.Timeout < 0 || o.SlowAfter < 0:
-		return o, fmt.Errorf("load options: negative value in %+v", o)
+		return fmt.Errorf("load options: negative value in %+v", o)
 	case o.Requests == 0 && o.Duration == 0:
-		return o, fmt.Errorf("load options: set a number of requests or a duration")
+		return fmt.Errorf("load options: set a number of requests or a duration")
 	case o.Rate > 0 && o.Duration == 0:
-		return o, fmt.Errorf("load options: an open loop (rate) needs a duration")
+		return fmt.Errorf("load options: an open loop (rate) needs a duration")
 	}
-	return o, nil
+	return nil
 }
 
 // Result is what a run measured.
@@ -103,8 +107,8 @@ type Generator struct {
 
 // New checks opts and returns a generator for target.
 func New(opts Options, target Target) (*Generator, error) {
-	opts, err := opts.withDefaults()
-	if err != nil {
+	opts.setDefaults()
+	if err := opts.validate(); err != nil {
 		return nil, err
 	}
 	return &Generator{opts: opts, target: target, lat: NewLatency(), lag: NewLatency()}, nil

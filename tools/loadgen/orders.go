@@ -45,13 +45,14 @@ func NewOrderClient(concurrency int) *fasthttp.Client {
 // Orders posts orders for one SKU: request i comes from customer
 // "<RunID>-<i>" with Idempotency-Key "k<i>", so every request is a new
 // order, and a rerun with a new RunID never collides with the idempotency
-// records (24 h) of an earlier one.
+// records (24 h) of an earlier one. Build it with NewOrders, which sets
+// the defaults.
 type Orders struct {
 	Client *fasthttp.Client
 	// BaseURL is the server, e.g. http://127.0.0.1:8080.
 	BaseURL string
 	SKU     string
-	// Qty per order. Default 1.
+	// Qty per order. Default 1 (also for a negative value).
 	Qty   int
 	RunID string
 	// Window is the idempotency window (order.Window) the run started in:
@@ -61,6 +62,18 @@ type Orders struct {
 }
 
 var _ Target = (*Orders)(nil)
+
+// NewOrders returns o with every zero field set to its default.
+func NewOrders(o Orders) *Orders {
+	o.setDefaults()
+	return &o
+}
+
+func (o *Orders) setDefaults() {
+	if o.Qty <= 0 {
+		o.Qty = 1
+	}
+}
 
 // Customer returns the customer id of request i.
 func (o *Orders) Customer(i int64) string { return o.RunID + "-" + strconv.FormatInt(i, 10) }
@@ -75,19 +88,12 @@ func (o *Orders) OrderIDs(i int64) [2]string {
 	return [2]string{order.IDFor(c, k, o.Window), order.IDFor(c, k, o.Window+1)}
 }
 
-func (o *Orders) qty() int {
-	if o.Qty > 0 {
-		return o.Qty
-	}
-	return 1
-}
-
 // Body returns the JSON body of request i appended to buf.
 func (o *Orders) Body(buf []byte, i int64) []byte {
 	buf = append(buf, `{"sku":`...)
 	buf = strconv.AppendQuote(buf, o.SKU)
 	buf = append(buf, `,"qty":`...)
-	buf = strconv.AppendInt(buf, int64(o.qty()), 10)
+	buf = strconv.AppendInt(buf, int64(o.Qty), 10)
 	buf = append(buf, `,"customer_id":`...)
 	buf = strconv.AppendQuote(buf, o.Customer(i))
 	return append(buf, '}')

@@ -37,7 +37,7 @@ func TestOrdersSendsDistinctValidOrders(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	defer srv.Close()
-	target := &Orders{Client: NewOrderClient(8), BaseURL: srv.URL, SKU: "sku-1", RunID: "lg-run1"}
+	target := NewOrders(Orders{Client: NewOrderClient(8), BaseURL: srv.URL, SKU: "sku-1", RunID: "lg-run1"})
 	gen, err := New(Options{Concurrency: 8, Requests: 200}, target)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestOrdersSendsDistinctValidOrders(t *testing.T) {
 }
 
 func TestOrdersBodyIsJSON(t *testing.T) {
-	o := &Orders{SKU: "a.b-c_1", Qty: 3, RunID: "r"}
+	o := NewOrders(Orders{SKU: "a.b-c_1", Qty: 3, RunID: "r"})
 	var got order.Order
 	if err := json.Unmarshal(o.Body(nil, 42), &got); err != nil {
 		t.Fatal(err)

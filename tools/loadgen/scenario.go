@@ -34,7 +34,8 @@ type Scenario struct {
 	// QueueDepth reads the work queue's ready messages; nil means there is
 	// no queue (the naive baseline).
 	QueueDepth func(ctx context.Context) (int64, error)
-	// DrainTimeout bounds the wait for the last invoice. Default 60s.
+	// DrainTimeout bounds the wait for the last invoice. Default 60s (also
+	// for a negative value).
 	DrainTimeout time.Duration
 	// SampleEvery > 0 records a time series (progress, invoices, queue).
 	SampleEvery time.Duration
@@ -93,8 +94,15 @@ type RedisReport struct {
 	BytesPerKey  float64 `json:"bytes_per_key"`
 }
 
+func (s *Scenario) setDefaults() {
+	if s.DrainTimeout <= 0 {
+		s.DrainTimeout = time.Minute
+	}
+}
+
 // Run plays the scenario.
 func (s Scenario) Run(ctx context.Context) (RunReport, error) {
+	s.setDefaults()
 	rep := RunReport{Label: s.Label, SKU: s.Orders.SKU, Stock: s.Stock, RunID: s.Orders.RunID}
 	var before RedisMemory
 	if s.Redis != nil {
@@ -170,16 +178,12 @@ func (s Scenario) sold(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return b.Sold / int64(s.Orders.qty()), nil
+	return b.Sold / int64(s.Orders.Qty), nil
 }
 
 func (s Scenario) drainAndCheck(ctx context.Context, c Counts) (*float64, *Check, error) {
 	accepted := c.Of(http.StatusAccepted)
-	timeout := s.DrainTimeout
-	if timeout <= 0 {
-		timeout = time.Minute
-	}
-	waited, ok := WaitFor(ctx, 50*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
+	waited, ok := WaitFor(ctx, 50*time.Millisecond, s.DrainTimeout, func(ctx context.Context) (bool, error) {
 		sold, err := s.sold(ctx)
 		if err != nil || sold < accepted {
 			return false, err
@@ -194,7 +198,7 @@ func (s Scenario) drainAndCheck(ctx context.Context, c Counts) (*float64, *Check
 	if !ok {
 		drain = -1
 	}
-	in := CheckInput{Stock: int64(s.Stock), Qty: int64(s.Orders.qty()), Counts: c}
+	in := CheckInput{Stock: int64(s.Stock), Qty: int64(s.Orders.Qty), Counts: c}
 	var err error
 	if in.Books, err = s.Ledger.Books(ctx, s.Orders.SKU); err != nil {
 		return &drain, nil, err

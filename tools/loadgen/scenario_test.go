@@ -37,7 +37,7 @@ func TestScenarioAgainstTheNaiveServer(t *testing.T) {
 	sc := loadgen.Scenario{
 		Label:       "naive",
 		Options:     loadgen.Options{Concurrency: 8, Requests: 200},
-		Orders:      &loadgen.Orders{Client: loadgen.NewOrderClient(8), BaseURL: srv.URL, SKU: "sc", RunID: testenv.Unique("sc")},
+		Orders:      loadgen.NewOrders(loadgen.Orders{Client: loadgen.NewOrderClient(8), BaseURL: srv.URL, SKU: "sc", RunID: testenv.Unique("sc")}),
 		Stock:       25,
 		StockAPI:    loadgen.StockAPI{Client: loadgen.NewHTTPClient(2), BaseURL: srv.URL},
 		Ledger:      &loadgen.Ledger{DB: db.DB().DB},

@@ -39,7 +39,7 @@ func TestNaiveFlashSaleNeverOversells(t *testing.T) {
 		t.Fatal(err)
 	}
 	gen, err := loadgen.New(loadgen.Options{Concurrency: 16, Requests: 100},
-		&loadgen.Orders{Client: loadgen.NewOrderClient(16), BaseURL: srv.URL, SKU: "hot", RunID: "naive"})
+		loadgen.NewOrders(loadgen.Orders{Client: loadgen.NewOrderClient(16), BaseURL: srv.URL, SKU: "hot", RunID: "naive"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,8 +83,8 @@ func runLoad(ctx context.Context, cfg loadgenConfig, args []string, stdout, stde
 	sc := loadgen.Scenario{
 		Label:   f.label,
 		Options: f.opts,
-		Orders: &loadgen.Orders{Client: loadgen.NewOrderClient(max(f.opts.Concurrency, 1)), BaseURL: url, SKU: f.sku,
-			Qty: f.qty, RunID: f.runID, Window: order.Window(time.Now(), cfg.IdempotencyTTL)},
+		Orders: loadgen.NewOrders(loadgen.Orders{Client: loadgen.NewOrderClient(max(f.opts.Concurrency, 1)), BaseURL: url, SKU: f.sku,
+			Qty: f.qty, RunID: f.runID, Window: order.Window(time.Now(), cfg.IdempotencyTTL)}),
 		Stock:        f.stock,
 		StockAPI:     loadgen.StockAPI{Client: client, BaseURL: strings.TrimSuffix(f.adminURL, "/"), Token: cfg.AdminToken},
 		StockView:    f.stockView,
@@ -141,7 +141,7 @@ func wireEngines(ctx context.Context, cfg loadgenConfig, f loadFlags, sc *loadge
 		sc.Check = f.check
 	}
 	if f.queue != "" {
-		conn, err := queue.Dial(ctx, cfg.AMQP.URL, queue.WithConnectionName("surge-loadgen"))
+		conn, err := queue.Dial(ctx, cfg.AMQP.URL, queue.DialOptions{Name: "surge-loadgen"})
 		if err != nil {
 			return closeAll, fmt.Errorf("rabbitmq: %w", err)
 		}

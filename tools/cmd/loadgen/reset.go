@@ -37,7 +37,7 @@ func reset(ctx context.Context, cfg loadgenConfig, stdout io.Writer) error {
 	if _, err := db.DB().ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
 		return fmt.Errorf("reset: drop database %s: %w", name, err)
 	}
-	conn, err := queue.Dial(ctx, cfg.AMQP.URL, queue.WithConnectionName("surge-loadgen-reset"))
+	conn, err := queue.Dial(ctx, cfg.AMQP.URL, queue.DialOptions{Name: "surge-loadgen-reset"})
 	if err != nil {
 		return fmt.Errorf("reset: rabbitmq: %w", err)
 	}
