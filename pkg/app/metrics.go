@@ -30,14 +30,14 @@ func ipLimit(rdb redis.Scripter, c ratelimit.Config) httpapi.Limiter {
 }
 
 // customerLimited holds each customer to the configured budget inside the
-// idempotency claim (one script, one Redis call) and counts the decisions;
-// with the limit off (negative rate) it is records as they are.
-func customerLimited(records *idem.Records, c ratelimit.Config) gateway.Claimer {
+// idempotency claim (one script, one Redis call), and says whether it
+// does; with the limit off (negative rate) it is records as they are.
+func customerLimited(records *idem.Records, c ratelimit.Config) (gateway.Claimer, bool) {
 	c = c.WithDefaults()
 	if c.CustomerRate <= 0 {
-		return records
+		return records, false
 	}
-	return metrics.CustomerLimited{Next: records.Limited(c.CustomerRate, c.CustomerBurst)}
+	return records.Limited(c.CustomerRate, c.CustomerBurst), true
 }
 
 // instrumented builds api's routes, public and admin, mounts GET /metrics

@@ -6,20 +6,13 @@ import (
 	"fmt"
 	"testing"
 
+	"surge/pkg/gateway"
 	"surge/pkg/order"
 )
 
-type claimStub struct{ err error }
-
-func (c claimStub) Claim(context.Context, order.Order, string, bool) (order.Claim, error) {
-	return order.Claim{OrderID: "o_1", Created: c.err == nil}, c.err
-}
-func (c claimStub) Existing(context.Context, order.Order, string) (string, bool, error) {
-	return "o_1", false, nil
-}
-func (c claimStub) Forget(context.Context, order.Claim) (bool, error) { return true, nil }
-func (c claimStub) Unmark(context.Context, order.Claim) (bool, error) { return true, nil }
-
+// TestCustomerLimitedCountsDecisions: each claim counts as a decision of
+// the customer's limit, by its error, when the claim spends the budget;
+// without the limit, claims count nothing.
 func TestCustomerLimitedCountsDecisions(t *testing.T) {
 	cases := []struct {
 		err  error
@@ -28,18 +21,21 @@ func TestCustomerLimitedCountsDecisions(t *testing.T) {
 		{nil, "allowed"},
 		{fmt.Errorf("order: %w", order.ErrIdempotencyMismatch), "allowed"},
 		{fmt.Errorf("order was answered sold out: %w", order.ErrSoldOut), "allowed"},
+		{&order.UnknownOutcomeError{OrderID: "o_1"}, "allowed"},
 		{fmt.Errorf("customer c: %w", &order.RateLimitedError{}), "limited"},
 		{errors.New("claim: i/o timeout"), "error"},
 	}
+	ctx := context.Background()
 	for _, c := range cases {
 		labels := map[string]string{"scope": "customer", "decision": c.want}
 		before := sample(t, "surge_rate_limit_decisions_total", labels)
-		_, err := CustomerLimited{Next: claimStub{c.err}}.Claim(context.Background(), order.Order{}, "k", false)
-		if !errors.Is(err, c.err) {
-			t.Errorf("decision %s: error %v, want %v passed through", c.want, err, c.err)
-		}
+		GatewayObserver{CustomerLimited: true}.End(ctx, gateway.StepClaim, order.Order{}, gateway.Result{Err: c.err})
 		if got := sample(t, "surge_rate_limit_decisions_total", labels); got != before+1 {
 			t.Errorf("decision %s: counter went %v -> %v, want +1", c.want, before, got)
+		}
+		GatewayObserver{}.End(ctx, gateway.StepClaim, order.Order{}, gateway.Result{Err: c.err})
+		if got := sample(t, "surge_rate_limit_decisions_total", labels); got != before+1 {
+			t.Errorf("decision %s without the customer limit: counter went %v -> %v, want unchanged", c.want, before+1, got)
 		}
 	}
 }
