@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 
@@ -11,11 +10,9 @@ import (
 	"surge/pkg/gateway"
 	"surge/pkg/httpapi"
 	"surge/pkg/idem"
-	"surge/pkg/lock"
 	"surge/pkg/metrics"
 	"surge/pkg/ratelimit"
 	"surge/pkg/telemetry"
-	"surge/pkg/worker"
 )
 
 // ipLimit builds POST /v1/orders's per-IP limiter, shared by every gateway
@@ -72,10 +69,4 @@ func serveMetrics(ctx context.Context, ep *metrics.Endpoint, log *slog.Logger) (
 	}()
 	log.Info("metrics listening", "addr", ep.Addr())
 	return func() { cancel(); <-done }
-}
-
-// countedLocker records each order-lock attempt; a lock another delivery
-// holds counts as contended.
-func countedLocker(l worker.Locker) worker.Locker {
-	return metrics.Locker{Next: l, Contended: func(err error) bool { return errors.Is(err, lock.ErrNotObtained) }}
 }

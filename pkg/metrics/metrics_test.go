@@ -16,6 +16,7 @@ import (
 
 	"surge/pkg/gateway"
 	"surge/pkg/order"
+	"surge/pkg/worker"
 )
 
 // sample returns the value of the series name{labels} in Registry: a
@@ -204,6 +205,41 @@ func TestWorkerObserverCountsRetriesAndDeadLetters(t *testing.T) {
 	}
 	if got := sample(t, "surge_worker_processing_seconds", map[string]string{"outcome": "invoiced"}); got != invoiced+1 {
 		t.Errorf("invoiced timings %v -> %v, want +1", invoiced, got)
+	}
+}
+
+// TestWorkerObserverCountsLockAttempts: each lock step counts as
+// acquired, contended (Contended says another owner holds the lock) or
+// error, and its time as a lock wait; the other steps count no lock.
+func TestWorkerObserverCountsLockAttempts(t *testing.T) {
+	errBusy := errors.New("lock not obtained")
+	obs := WorkerObserver{Contended: func(err error) bool { return errors.Is(err, errBusy) }}
+	ctx := context.Background()
+	cases := []struct {
+		step worker.Step
+		err  error
+		want string
+	}{
+		{worker.StepLock, nil, LockAcquired},
+		{worker.StepLock, fmt.Errorf("lock: %w", errBusy), LockContended},
+		{worker.StepLock, errors.New("i/o timeout"), LockError},
+	}
+	for _, c := range cases {
+		labels := map[string]string{"result": c.want}
+		before, waits := sample(t, "surge_lock_acquisitions_total", labels), sample(t, "surge_lock_wait_seconds", nil)
+		obs.End(obs.Begin(ctx, c.step, order.Order{}), c.step, order.Order{}, worker.Result{Err: c.err, Took: time.Millisecond})
+		if got := sample(t, "surge_lock_acquisitions_total", labels); got != before+1 {
+			t.Errorf("lock %s: counter went %v -> %v, want +1", c.want, before, got)
+		}
+		if got := sample(t, "surge_lock_wait_seconds", nil); got != waits+1 {
+			t.Errorf("lock %s: waits went %v -> %v, want +1", c.want, waits, got)
+		}
+	}
+	errors0 := sample(t, "surge_lock_acquisitions_total", map[string]string{"result": LockError})
+	WorkerObserver{}.End(ctx, worker.StepLock, order.Order{}, worker.Result{Err: errBusy})
+	obs.End(ctx, worker.StepLedger, order.Order{}, worker.Result{Err: errors.New("deadlock")})
+	if got := sample(t, "surge_lock_acquisitions_total", map[string]string{"result": LockError}); got != errors0+1 {
+		t.Errorf("errors went %v -> %v, want +1 (the lock without Contended, not the ledger's)", errors0, got)
 	}
 }
 

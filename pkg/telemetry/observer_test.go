@@ -14,6 +14,7 @@ import (
 
 	"surge/pkg/gateway"
 	"surge/pkg/order"
+	"surge/pkg/worker"
 )
 
 // recording is tracing into a span recorder.
@@ -128,6 +129,45 @@ func TestGatewayObserverSpans(t *testing.T) {
 				attribute.String("messaging.message.id", "o_1"), attribute.String("surge.sku", "mug")), false}},
 		{"publish failed", gateway.StepPublish, gateway.Result{Err: order.ErrUnavailable},
 			spanWant{"orders publish", trace.SpanKindProducer, nil, true}},
+	}
+	for _, c := range cases {
+		checkSpan(t, tel, rec, c.label, c.want,
+			func(ctx context.Context) context.Context { return obs.Begin(ctx, c.step, o) },
+			func(ctx context.Context) { obs.End(ctx, c.step, o, c.r) })
+	}
+}
+
+// TestWorkerObserverSpans: each worker step is one span under the
+// consume span, with its name and attributes, and a failing step's span
+// is an error.
+func TestWorkerObserverSpans(t *testing.T) {
+	tel, rec := recording(t)
+	obs := WorkerObserver{T: tel}
+	o := order.Order{ID: "o_1", SKU: "mug", Qty: 2, CustomerID: "alice"}
+	settle := func(script string, more ...attribute.KeyValue) map[string]string {
+		return attrs(append([]attribute.KeyValue{attribute.String("db.system.name", "redis"),
+			attribute.String("db.operation.name", "EVALSHA "+script), attribute.String("surge.sku", "mug"),
+			attribute.String("surge.order_id", "o_1")}, more...)...)
+	}
+	cases := []struct {
+		label string
+		step  worker.Step
+		r     worker.Result
+		want  spanWant
+	}{
+		{"lock", worker.StepLock, worker.Result{Fence: 42}, spanWant{"lock", trace.SpanKindClient,
+			attrs(attribute.String("db.system.name", "redis"), attribute.String("surge.lock", "order:o_1"),
+				attribute.Int64("surge.fence", 42)), false}},
+		{"lock busy", worker.StepLock, worker.Result{Err: errIO}, spanWant{"lock", trace.SpanKindClient, nil, true}},
+		{"ledger", worker.StepLedger, worker.Result{Processed: order.Processed{Status: order.StatusInvoiced, Duplicate: true}},
+			spanWant{"mysql order", trace.SpanKindClient, attrs(attribute.String("db.system.name", "mysql"),
+				attribute.String("surge.order_id", "o_1"), attribute.String("surge.sku", "mug"), attribute.Int("surge.qty", 2),
+				attribute.String("surge.status", "invoiced"), attribute.Bool("surge.duplicate", true)), false}},
+		{"ledger failed", worker.StepLedger, worker.Result{Err: errIO}, spanWant{"mysql order", trace.SpanKindClient, nil, true}},
+		{"commit", worker.StepCommit, worker.Result{Commit: order.CommittedFromAvail},
+			spanWant{"redis commit", trace.SpanKindClient, settle("commit", attribute.Int("surge.commit.outcome", 2)), false}},
+		{"release", worker.StepRelease, worker.Result{}, spanWant{"redis release", trace.SpanKindClient, settle("release"), false}},
+		{"release failed", worker.StepRelease, worker.Result{Err: errIO}, spanWant{"redis release", trace.SpanKindClient, nil, true}},
 	}
 	for _, c := range cases {
 		checkSpan(t, tel, rec, c.label, c.want,

@@ -2,13 +2,24 @@ package metrics
 
 import (
 	"context"
+	"surge/pkg/order"
+	"surge/pkg/worker"
 	"time"
 )
 
-// WorkerObserver records worker outcomes and processing time; it
-// implements worker.Observer. Retried and dead outcomes also count as
-// retries and dead letters.
-type WorkerObserver struct{}
+// WorkerObserver records worker outcomes and processing time, and each
+// attempt to take an order's lock; it implements worker.Observer.
+// Retried and dead outcomes also count as retries and dead letters.
+type WorkerObserver struct {
+	// Contended tells a lock held by another owner from other failures;
+	// nil counts every failure as an error.
+	Contended func(error) bool
+}
+
+var (
+	_ worker.Observer        = WorkerObserver{}
+	_ worker.LatencyObserver = WorkerObserver{}
+)
 
 // Invoiced records how long an invoiced order took from its acceptance.
 func (WorkerObserver) Invoiced(sinceAccepted time.Duration) {
@@ -27,34 +38,25 @@ func (WorkerObserver) Observe(outcome string, d time.Duration) {
 	}
 }
 
-// OrderLocker is worker.Locker's method.
-type OrderLocker interface {
-	Lock(ctx context.Context, name string) (fence int64, held context.Context, release func(), err error)
+// Begin does nothing: the counts need only the result.
+func (WorkerObserver) Begin(ctx context.Context, _ worker.Step, _ order.Order) context.Context {
+	return ctx
 }
 
-// Locker records lock attempts around Next. Contended tells a lock held
-// by another owner from other failures; nil counts every failure as an
-// error.
-type Locker struct {
-	Next      OrderLocker
-	Contended func(error) bool
-}
-
-var _ OrderLocker = Locker{}
-
-// Lock calls Next.Lock and records the attempt.
-func (l Locker) Lock(ctx context.Context, name string) (int64, context.Context, func(), error) {
-	start := time.Now()
-	fence, held, release, err := l.Next.Lock(ctx, name)
+// End records a lock attempt; the other steps are counted by the
+// delivery's outcome.
+func (w WorkerObserver) End(_ context.Context, step worker.Step, _ order.Order, r worker.Result) {
+	if step != worker.StepLock {
+		return
+	}
 	result := LockAcquired
 	switch {
-	case err != nil && l.Contended != nil && l.Contended(err):
+	case r.Err != nil && w.Contended != nil && w.Contended(r.Err):
 		result = LockContended
-	case err != nil:
+	case r.Err != nil:
 		result = LockError
 	}
-	LockAttempt(result, time.Since(start))
-	return fence, held, release, err
+	LockAttempt(result, r.Took)
 }
 
 // RateLimiter decides whether subject may make one more request.
