@@ -168,7 +168,7 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 			{Name: "mysql", Ping: eng.db.Ping},
 		},
 	}
-	api.IPLimit = ipLimit(eng.fast, cfg.RateLimit)
+	api.IPLimit, api.LimitObserver = ipLimit(eng.fast, cfg.RateLimit), metrics.LimitObserver{}
 	api.TrustedProxies = trusted
 	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st, tel: tel}
 	api.RatePolicies = ratePolicies(cfg.RateLimit)

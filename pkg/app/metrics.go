@@ -16,12 +16,11 @@ import (
 )
 
 // ipLimit builds POST /v1/orders's per-IP limiter, shared by every gateway
-// through Redis and counted in metrics; nil when turned off (negative
-// rate).
+// through Redis; nil when turned off (negative rate).
 func ipLimit(rdb redis.Scripter, c ratelimit.Config) httpapi.Limiter {
 	c = c.WithDefaults()
 	if l := ratelimit.New(rdb, "ip:", c.IPRate, c.IPBurst); l != nil {
-		return metrics.Limiter{Scope: "ip", Next: l}
+		return l
 	}
 	return nil
 }

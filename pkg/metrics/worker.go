@@ -58,31 +58,3 @@ func (w WorkerObserver) End(_ context.Context, step worker.Step, _ order.Order, 
 	}
 	LockAttempt(result, r.Took)
 }
-
-// RateLimiter decides whether subject may make one more request.
-// *ratelimit.Limiter implements it.
-type RateLimiter interface {
-	Allow(ctx context.Context, subject string) (allowed bool, retryAfter time.Duration, err error)
-}
-
-// Limiter counts rate-limit decisions of one scope ("customer", "ip").
-type Limiter struct {
-	Scope string
-	Next  RateLimiter
-}
-
-var _ RateLimiter = Limiter{}
-
-// Allow calls Next.Allow and counts the decision.
-func (l Limiter) Allow(ctx context.Context, subject string) (bool, time.Duration, error) {
-	ok, after, err := l.Next.Allow(ctx, subject)
-	decision := "allowed"
-	switch {
-	case err != nil:
-		decision = "error"
-	case !ok:
-		decision = "limited"
-	}
-	rateLimited.WithLabelValues(l.Scope, decision).Inc()
-	return ok, after, err
-}
