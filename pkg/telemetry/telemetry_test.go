@@ -18,7 +18,7 @@ import (
 )
 
 // TestOffMakesNothing: without an endpoint, tracing is off: no exporter,
-// Enabled false (the services install no wrapper), no headers.
+// Enabled false (the services install no tracing observer), no headers.
 func TestOffMakesNothing(t *testing.T) {
 	tel, err := Setup(context.Background(), Options{Service: "surge-test"})
 	if err != nil {
