@@ -13,14 +13,13 @@ import (
 
 	"surge/pkg/gateway"
 	"surge/pkg/httpapi"
-	"surge/pkg/metrics"
 	"surge/pkg/order"
 	"surge/pkg/telemetry"
 )
 
 // The engines' stand-ins for the handler benchmark: each answers at once,
 // so what is measured is the gateway's own work per order (decoding, the
-// claim, reserve and publish calls through their wrappers, the answer).
+// claim, reserve and publish calls and their observers, the answer).
 type (
 	benchClaims    struct{}
 	benchStock     struct{}
@@ -49,15 +48,13 @@ func (benchPublisher) Publish(context.Context, order.Order) error { return nil }
 
 func (benchCatalog) Exists(context.Context, string) (bool, error) { return true, nil }
 
-// benchServer is the gateway's order route on the stand-ins, wrapped as
-// NewGateway wraps it.
-// (tel: as NewGateway builds it, traced when tel is enabled).
+// benchServer is the gateway's order route on the stand-ins, observed as
+// NewGateway observes it (traced when tel is enabled).
 func benchServer(b *testing.B, tel *telemetry.Tracing) http.Handler {
 	b.Helper()
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	orders := &gateway.Service{Stock: metrics.Reserver{Next: benchStock{}}, Idem: benchClaims{},
-		Queue: metrics.Publisher{Next: benchPublisher{}}, Catalog: benchCatalog{}, Log: log}
-	traced(orders, tel, "orders")
+	orders := &gateway.Service{Stock: benchStock{}, Idem: benchClaims{}, Queue: benchPublisher{}, Catalog: benchCatalog{},
+		Log: log, Observer: gatewayObserver(false, tel, "orders")}
 	api := &httpapi.Server{Orders: orders, Log: log}
 	public, _ := instrumented(api, nil, tel)
 	return public

@@ -151,13 +151,11 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	st := stock.New(reserveClient(eng, cfg.ReserveWaitReplicas), stock.Options{StateTTL: cfg.IdempotencyTTL,
 		WaitReplicas: cfg.ReserveWaitReplicas, WaitTimeout: cfg.ReserveWaitTimeout})
 	records := idem.New(eng.fast, cfg.IdempotencyTTL)
-	claims := customerLimited(records, cfg.RateLimit)
+	claims, limited := customerLimited(records, cfg.RateLimit)
 	prods := newProducts(eng.fast, eng.db, cfg.ProductTTL, log)
 	hints := &gateway.SoldOutHints{TTL: cfg.SoldOutHintTTL}
-	orders := &gateway.Service{Stock: metrics.Reserver{Next: st}, Idem: claims,
-		Queue: metrics.Publisher{Next: pub}, Catalog: catalog{eng.db}, Log: log,
-		SoldOut: hints, OnSoldOutCached: metrics.SoldOutCached, OnOutcomeUnknown: metrics.OutcomeUnknown}
-	traced(orders, tel, topo.Exchange)
+	orders := &gateway.Service{Stock: st, Idem: claims, Queue: pub, Catalog: catalog{eng.db}, Log: log,
+		SoldOut: hints, Observer: gatewayObserver(limited, tel, topo.Exchange)}
 	tracker := &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st}
 	api := &httpapi.Server{
 		Orders:     orders,
@@ -171,7 +169,7 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 			{Name: "mysql", Ping: eng.db.Ping},
 		},
 	}
-	api.IPLimit = ipLimit(eng.fast, cfg.RateLimit)
+	api.IPLimit, api.LimitObserver = ipLimit(eng.fast, cfg.RateLimit), metrics.LimitObserver{}
 	api.TrustedProxies = trusted
 	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st, tel: tel}
 	api.RatePolicies = ratePolicies(cfg.RateLimit)
@@ -284,13 +282,13 @@ func (g *Gateway) close() {
 	}
 }
 
-// traced wraps the order path's Redis scripts and publish in spans when
-// tracing is on; off, s is left exactly as it is.
-func traced(s *gateway.Service, tel *telemetry.Tracing, exchange string) {
+// gatewayObserver counts the order path's steps (the claims as the
+// customer limit's decisions when limited) and, when tracing is on, traces
+// them; off, the order path carries no tracing code at all.
+func gatewayObserver(limited bool, tel *telemetry.Tracing, exchange string) gateway.Observer {
+	counted := metrics.GatewayObserver{CustomerLimited: limited}
 	if !tel.Enabled() {
-		return
+		return counted
 	}
-	s.Idem = telemetry.Claimer{Next: s.Idem, T: tel}
-	s.Stock = telemetry.Reserver{Next: s.Stock, T: tel}
-	s.Queue = telemetry.Publisher{Next: s.Queue, T: tel, Exchange: exchange}
+	return gateway.Observe(counted, telemetry.GatewayObserver{T: tel, Exchange: exchange})
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 
@@ -11,32 +10,29 @@ import (
 	"surge/pkg/gateway"
 	"surge/pkg/httpapi"
 	"surge/pkg/idem"
-	"surge/pkg/lock"
 	"surge/pkg/metrics"
 	"surge/pkg/ratelimit"
 	"surge/pkg/telemetry"
-	"surge/pkg/worker"
 )
 
 // ipLimit builds POST /v1/orders's per-IP limiter, shared by every gateway
-// through Redis and counted in metrics; nil when turned off (negative
-// rate). Here and in customerLimited and ratePolicies, c has its defaults
-// set (NewGateway).
+// through Redis; nil when turned off (negative rate). Here and in
+// customerLimited and ratePolicies, c has its defaults set (NewGateway).
 func ipLimit(rdb redis.Scripter, c ratelimit.Config) httpapi.Limiter {
 	if l := ratelimit.New(rdb, "ip:", c.IPRate, c.IPBurst); l != nil {
-		return metrics.Limiter{Scope: "ip", Next: l}
+		return l
 	}
 	return nil
 }
 
 // customerLimited holds each customer to the configured budget inside the
-// idempotency claim (one script, one Redis call) and counts the decisions;
-// with the limit off (negative rate) it is records as they are.
-func customerLimited(records *idem.Records, c ratelimit.Config) gateway.Claimer {
+// idempotency claim (one script, one Redis call), and says whether it
+// does; with the limit off (negative rate) it is records as they are.
+func customerLimited(records *idem.Records, c ratelimit.Config) (gateway.Claimer, bool) {
 	if c.CustomerRate <= 0 {
-		return records
+		return records, false
 	}
-	return metrics.CustomerLimited{Next: records.Limited(c.CustomerRate, c.CustomerBurst)}
+	return records.Limited(c.CustomerRate, c.CustomerBurst), true
 }
 
 // instrumented builds api's routes, public and admin, mounts GET /metrics
@@ -71,10 +67,4 @@ func serveMetrics(ctx context.Context, ep *metrics.Endpoint, log *slog.Logger) (
 	}()
 	log.Info("metrics listening", "addr", ep.Addr())
 	return func() { cancel(); <-done }
-}
-
-// countedLocker records each order-lock attempt; a lock another delivery
-// holds counts as contended.
-func countedLocker(l worker.Locker) worker.Locker {
-	return metrics.Locker{Next: l, Contended: func(err error) bool { return errors.Is(err, lock.ErrNotObtained) }}
 }

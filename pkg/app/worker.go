@@ -2,10 +2,12 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
 	"surge/pkg/config"
+	"surge/pkg/lock"
 	"surge/pkg/metrics"
 	"surge/pkg/productview"
 	"surge/pkg/queue"
@@ -77,14 +79,6 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker
 		batcher = store.NewBatcher(eng.db, store.BatcherOptions{MaxBatch: cfg.BatchMax, Linger: cfg.BatchLinger})
 		ledger = batcher
 	}
-	proc := &worker.Processor{
-		Ledger:   ledger,
-		Stock:    stock.New(eng.fast, stock.Options{StateTTL: cfg.IdempotencyTTL}),
-		Log:      log,
-		Timeout:  cfg.OrderTimeout,
-		Observer: metrics.WorkerObserver{},
-	}
-	proc.Lock = countedLocker(newOrderLocker(eng.fast, cfg.LockTTL))
 	tel, err := setupTracing(ctx, cfg.OTLPEndpoint, cfg.Tracing, "surge-worker", log)
 	if err != nil {
 		if batcher != nil {
@@ -93,10 +87,13 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker
 		eng.close()
 		return nil, err
 	}
-	if tel.Enabled() {
-		proc.Ledger = telemetry.Ledger{Next: proc.Ledger, T: tel}
-		proc.Stock = telemetry.Settler{Next: proc.Stock, T: tel}
-		proc.Lock = telemetry.Locker{Next: proc.Lock, T: tel}
+	proc := &worker.Processor{
+		Ledger:   ledger,
+		Stock:    stock.New(eng.fast, stock.Options{StateTTL: cfg.IdempotencyTTL}),
+		Lock:     newOrderLocker(eng.fast, cfg.LockTTL),
+		Log:      log,
+		Timeout:  cfg.OrderTimeout,
+		Observer: workerObserver(tel),
 	}
 	prods := newProducts(eng.fast, eng.db, 0, log)
 	proc.Cache = prods
@@ -139,3 +136,16 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	return err
 }
+
+// workerObserver counts the worker's outcomes and lock attempts (a lock
+// another delivery holds counts as contended) and, when tracing is on,
+// traces its steps; off, the worker carries no tracing code at all.
+func workerObserver(tel *telemetry.Tracing) worker.Observer {
+	counted := metrics.WorkerObserver{Contended: lockContended}
+	if !tel.Enabled() {
+		return counted
+	}
+	return worker.Observe(counted, telemetry.WorkerObserver{T: tel})
+}
+
+func lockContended(err error) bool { return errors.Is(err, lock.ErrNotObtained) }

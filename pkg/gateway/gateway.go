@@ -88,13 +88,11 @@ type Service struct {
 	CleanupTimeout time.Duration
 
 	// SoldOut, when set, answers new orders for a SKU seen sold out moments
-	// ago without the reserve script (see SoldOutHints); OnSoldOutCached,
-	// when set, is called for each such answer.
-	SoldOut         *SoldOutHints
-	OnSoldOutCached func()
-	// OnOutcomeUnknown, when set, is called for each answer whose outcome
-	// the gateway cannot know.
-	OnOutcomeUnknown func()
+	// ago without the reserve script (see SoldOutHints).
+	SoldOut *SoldOutHints
+	// Observer, when set, is told of each step and of the answers given
+	// without one (metrics, tracing; see Observe to combine several).
+	Observer Observer
 }
 
 // Accepted is the answer to an accepted order.
@@ -119,7 +117,9 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	}
 	start := s.now()
 	hint := s.SoldOut.SoldOut(o.SKU, start)
-	c, err := s.Idem.Claim(ctx, o, idemKey, hint.SoldOut)
+	cctx := s.begin(ctx, StepClaim, o)
+	c, err := s.Idem.Claim(cctx, o, idemKey, hint.SoldOut)
+	s.end(cctx, StepClaim, o, Result{Err: err, Claim: c})
 	o.ID = c.OrderID
 	if err != nil {
 		s.SoldOut.Abandon(o.SKU, hint)
@@ -130,11 +130,13 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 			return Accepted{}, err
 		}
 	}
-	reserve := s.Stock.Reserve
+	step, reserve := StepReserve, s.Stock.Reserve
 	if !c.Created {
-		reserve = s.Stock.ReserveRetry
+		step, reserve = StepReserveRetry, s.Stock.ReserveRetry
 	}
-	res, err := reserve(ctx, o)
+	rctx := s.begin(ctx, step, o)
+	res, err := reserve(rctx, o)
+	s.end(rctx, step, o, Result{Err: err, Reservation: res})
 	// tookLast: this request's reservation emptied the SKU, which is a
 	// sold-out sighting only once the reservation stands (observed after
 	// the publish: an undone one gives the units back).
@@ -148,8 +150,9 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	if err != nil {
 		return Accepted{}, s.reserveFailed(ctx, o, c, res, err)
 	}
-	o.AcceptedAtMs = s.now().UnixMilli()
-	if err := s.Queue.Publish(ctx, o); err != nil {
+	accepted := s.now()
+	o.AcceptedAtMs = accepted.UnixMilli()
+	if err := s.publish(ctx, o, accepted); err != nil {
 		err = s.publishFailed(ctx, o, c, res, err)
 		if tookLast {
 			s.observeAfterFailedPublish(o, err, start)
@@ -165,6 +168,18 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	s.log().Info("order accepted", "order_id", o.ID, "sku", o.SKU, "qty", o.Qty, "repeat", res.Repeat,
 		"request_id", reqid.From(ctx))
 	return Accepted{OrderID: o.ID, Status: order.StatusAccepted, SKU: o.SKU, Qty: o.Qty}, nil
+}
+
+// publish publishes o, accepted (stamped) at accepted: the observer is
+// told how long the broker took from then.
+func (s *Service) publish(ctx context.Context, o order.Order, accepted time.Time) error {
+	if s.Observer == nil {
+		return s.Queue.Publish(ctx, o)
+	}
+	pctx := s.Observer.Begin(ctx, StepPublish, o)
+	err := s.Queue.Publish(pctx, o)
+	s.Observer.End(pctx, StepPublish, o, Result{Err: err, Took: s.now().Sub(accepted)})
+	return err
 }
 
 // observeAfterFailedPublish tells the sold-out hints what a failed publish
@@ -190,9 +205,7 @@ var errSoldOutHinted = fmt.Errorf("no unit left moments ago (sold-out hint): %w"
 func (s *Service) answerSoldOut(ctx context.Context, o order.Order, c order.Claim, hint Hint) error {
 	if s.SoldOut.Fresh(hint, s.now()) {
 		// Recorded as answered sold out: a retry gets this answer again.
-		if s.OnSoldOutCached != nil {
-			s.OnSoldOutCached()
-		}
+		s.answered(ctx, o, AnswerSoldOutCached)
 		return errSoldOutHinted
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cleanupTimeout())
@@ -215,7 +228,7 @@ func (s *Service) answerSoldOut(ctx context.Context, o order.Order, c order.Clai
 func (s *Service) claimFailed(ctx context.Context, o order.Order, key string, err error) error {
 	switch {
 	case errors.Is(err, order.ErrOutcomeUnknown):
-		s.countUnknown()
+		s.answered(ctx, o, AnswerOutcomeUnknown)
 		return err
 	case errors.Is(err, order.ErrIdempotencyMismatch), errors.Is(err, order.ErrRateLimited), errors.Is(err, order.ErrSoldOut):
 		return err
@@ -239,7 +252,7 @@ func (s *Service) Refused(ctx context.Context, o order.Order, key string, cause 
 		return cause
 	}
 	o.ID = id
-	return s.unknown(o, errors.Join(cause, err))
+	return s.unknown(ctx, o, errors.Join(cause, err))
 }
 
 // reserveFailed maps a failed reservation to the client's answer. A Redis
@@ -273,7 +286,7 @@ func (s *Service) publishFailed(ctx context.Context, o order.Order, c order.Clai
 	s.log().Warn("publish failed", "order_id", o.ID, "sku", o.SKU, "repeat", res.Repeat,
 		"request_id", reqid.From(ctx), "err", err)
 	if errors.Is(err, order.ErrOutcomeUnknown) || res.Repeat {
-		return s.unknown(o, fmt.Errorf("publish: %w", err))
+		return s.unknown(ctx, o, fmt.Errorf("publish: %w", err))
 	}
 	return s.notTakenOrUnknown(ctx, o, c, res.Nonce, fmt.Errorf("publish: %w", err))
 }
@@ -288,23 +301,20 @@ func (s *Service) publishFailed(ctx context.Context, o order.Order, c order.Clai
 func (s *Service) notTakenOrUnknown(ctx context.Context, o order.Order, c order.Claim, nonce string, cause error) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cleanupTimeout())
 	defer cancel()
-	if _, err := s.Stock.Undo(cctx, o.SKU, o.ID, nonce); err != nil {
+	uctx := s.begin(cctx, StepUndo, o)
+	_, err := s.Stock.Undo(uctx, o.SKU, o.ID, nonce)
+	s.end(uctx, StepUndo, o, Result{Err: err})
+	if err != nil {
 		s.log().Warn("reservation kept: outcome unknown", "order_id", o.ID, "sku", o.SKU, "err", err)
-		return s.unknown(o, errors.Join(cause, err))
+		return s.unknown(ctx, o, errors.Join(cause, err))
 	}
 	s.forget(cctx, o, c)
 	return fmt.Errorf("order=%s not taken: %w: %w", o.ID, order.ErrUnavailable, cause)
 }
 
-func (s *Service) unknown(o order.Order, cause error) error {
-	s.countUnknown()
+func (s *Service) unknown(ctx context.Context, o order.Order, cause error) error {
+	s.answered(ctx, o, AnswerOutcomeUnknown)
 	return &order.UnknownOutcomeError{OrderID: o.ID, Cause: cause}
-}
-
-func (s *Service) countUnknown() {
-	if s.OnOutcomeUnknown != nil {
-		s.OnOutcomeUnknown()
-	}
 }
 
 // forget deletes the record c made, if it made one. A record left behind

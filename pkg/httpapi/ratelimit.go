@@ -17,6 +17,13 @@ type Limiter interface {
 	Allow(ctx context.Context, subject string) (allowed bool, retryAfter time.Duration, err error)
 }
 
+// LimitObserver is told each decision of a limit the server applies
+// (metrics): allowed or not, or err when the limiter failed (the request
+// is then let through). scope is ScopeIP.
+type LimitObserver interface {
+	LimitDecided(scope string, allowed bool, err error)
+}
+
 // overLimit returns a *order.RateLimitedError (answered 429 with
 // Retry-After) when l refuses subject, nil otherwise. A limiter that fails
 // lets the request through: Redis trouble shows up in the order path's
@@ -26,6 +33,9 @@ func (s *Server) overLimit(r *http.Request, l Limiter, subject string) error {
 		return nil
 	}
 	ok, after, err := l.Allow(r.Context(), subject)
+	if s.LimitObserver != nil {
+		s.LimitObserver.LimitDecided(ScopeIP, ok, err)
+	}
 	if err != nil {
 		s.log.Warn("rate limit unavailable, request let through", "subject", subject, "err", err)
 		return nil

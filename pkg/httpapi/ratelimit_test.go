@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +127,29 @@ func TestIPLimitedRetryOfAnOpenOrder(t *testing.T) {
 	}
 	if acc.n != 0 {
 		t.Fatal("a limited request reached Accept")
+	}
+}
+
+// limitLog records what a LimitObserver is told.
+type limitLog []string
+
+func (l *limitLog) LimitDecided(scope string, allowed bool, err error) {
+	*l = append(*l, fmt.Sprint(scope, " allowed=", allowed, " err=", err != nil))
+}
+
+// TestLimitObserverSeesEachDecision: the observer is told each decision of
+// the per-IP limit: allowed, limited, and a failing limiter (let through).
+func TestLimitObserverSeesEachDecision(t *testing.T) {
+	var log limitLog
+	ips := &budget{left: map[string]int{"192.0.2.1": 1}, after: 10 * time.Millisecond}
+	s := &Server{Orders: &acceptAll{}, IPLimit: ips, LimitObserver: &log}
+	h := s.Handler()
+	postAs(t, h, "bob")
+	postAs(t, h, "bob")
+	ips.err = errors.New("redis down")
+	postAs(t, h, "bob")
+	want := []string{"ip allowed=true err=false", "ip allowed=false err=false", "ip allowed=true err=true"}
+	if !slices.Equal(log, want) {
+		t.Fatalf("observer told %q, want %q", log, want)
 	}
 }

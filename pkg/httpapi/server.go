@@ -60,6 +60,9 @@ type Server struct {
 	// Retry-After). Nil means no limit. The per-customer limit is Orders'
 	// (an error wrapping order.ErrRateLimited, answered the same way).
 	IPLimit Limiter
+	// LimitObserver, when set, is told each of IPLimit's decisions
+	// (metrics).
+	LimitObserver LimitObserver
 	// TrustedProxies are the proxies whose X-Forwarded-For the per-IP
 	// limit believes (see ClientIP). None means the peer's address is
 	// the client's.

@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"surge/internal/testenv"
+	"surge/pkg/gateway"
 	"surge/pkg/order"
 	"surge/pkg/queue"
 	"surge/pkg/redisnode"
@@ -165,7 +166,7 @@ func TestQueueCollectorAndPublishResults(t *testing.T) {
 	confirmed := sample(t, "surge_publish_total", map[string]string{"result": PublishConfirmed})
 	for i := range 3 {
 		o := order.Order{ID: order.IDFor("c", testenv.Unique("k"), 0), SKU: "sku-1", Qty: 1 + i, CustomerID: "c"}
-		if err := (Publisher{Next: pub}).Publish(ctx, o); err != nil {
+		if err := observedPublish(ctx, pub, o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -183,7 +184,7 @@ func TestQueueCollectorAndPublishResults(t *testing.T) {
 	defer stray.Close()
 	returned := sample(t, "surge_publish_total", map[string]string{"result": PublishReturned})
 	o := order.Order{ID: order.IDFor("c", testenv.Unique("k"), 0), SKU: "sku-1", Qty: 1, CustomerID: "c"}
-	if err := (Publisher{Next: stray}).Publish(ctx, o); err == nil {
+	if err := observedPublish(ctx, stray, o); err == nil {
 		t.Fatal("an unroutable publish succeeded")
 	}
 	if got := sample(t, "surge_publish_total", map[string]string{"result": PublishReturned}); got != returned+1 {
@@ -195,6 +196,17 @@ func TestQueueCollectorAndPublishResults(t *testing.T) {
 	if up[topo.Queue] != 1 || msgs[topo.Queue] != 3 || msgs[topo.DeadQueue] != 0 || up[p+"missing"] != 0 {
 		t.Fatalf("queue up %v messages %v; want the work queue 3 deep, the dead queue empty, the missing one down", up, msgs)
 	}
+}
+
+// observedPublish publishes o on pub and tells a GatewayObserver, as the
+// gateway does.
+func observedPublish(ctx context.Context, pub *queue.Publisher, o order.Order) error {
+	var obs GatewayObserver
+	start := time.Now()
+	pctx := obs.Begin(ctx, gateway.StepPublish, o)
+	err := pub.Publish(pctx, o)
+	obs.End(pctx, gateway.StepPublish, o, gateway.Result{Err: err, Took: time.Since(start)})
+	return err
 }
 
 func withChannel(t *testing.T, conn *queue.Conn, f func(*amqp.Channel) error) {

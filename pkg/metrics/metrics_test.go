@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,7 +14,9 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"surge/pkg/gateway"
 	"surge/pkg/order"
+	"surge/pkg/worker"
 )
 
 // sample returns the value of the series name{labels} in Registry: a
@@ -138,42 +141,49 @@ func get(t *testing.T, url string) {
 	resp.Body.Close()
 }
 
-// reserveStub answers Reserve with a fixed result: the outcomes come from
-// pkg/stock's contract, not from an engine.
-type reserveStub struct {
-	res order.Reservation
-	err error
-}
-
-func (s reserveStub) Reserve(context.Context, order.Order) (order.Reservation, error) {
-	return s.res, s.err
-}
-
-func (s reserveStub) ReserveRetry(context.Context, order.Order) (order.Reservation, error) {
-	return s.res, s.err
-}
-
-func (s reserveStub) Undo(context.Context, string, string, string) (int, error) {
-	return 0, s.err
-}
-
-func TestReserverCountsOutcomes(t *testing.T) {
+// TestGatewayObserverCountsReservations: each reservation the gateway
+// reports counts under its outcome, a retry's too, and so do sold-out
+// answers from the hint; undos count as releases of mode undo. The
+// results are pkg/stock's contract, not an engine's.
+func TestGatewayObserverCountsReservations(t *testing.T) {
 	cases := []struct {
-		stub reserveStub
+		step gateway.Step
+		r    gateway.Result
 		want string
 	}{
-		{reserveStub{res: order.Reservation{Avail: 3}}, ReservationReserved},
-		{reserveStub{res: order.Reservation{Repeat: true}}, ReservationRepeat},
-		{reserveStub{err: fmt.Errorf("reserve: %w", order.ErrSoldOut)}, ReservationSoldOut},
-		{reserveStub{err: fmt.Errorf("reserve: %w", order.ErrNotLoaded)}, ReservationNotLoaded},
-		{reserveStub{err: fmt.Errorf("reserve: i/o timeout")}, ReservationError},
+		{gateway.StepReserve, gateway.Result{Reservation: order.Reservation{Avail: 3}}, ReservationReserved},
+		{gateway.StepReserveRetry, gateway.Result{Reservation: order.Reservation{Repeat: true}}, ReservationRepeat},
+		{gateway.StepReserve, gateway.Result{Err: fmt.Errorf("reserve: %w", order.ErrSoldOut)}, ReservationSoldOut},
+		{gateway.StepReserveRetry, gateway.Result{Err: fmt.Errorf("reserve: %w", order.ErrNotLoaded)}, ReservationNotLoaded},
+		{gateway.StepReserve, gateway.Result{Err: fmt.Errorf("reserve: i/o timeout")}, ReservationError},
 	}
+	ctx := context.Background()
+	var obs GatewayObserver
 	for _, c := range cases {
 		labels := map[string]string{"outcome": c.want}
 		before := sample(t, "surge_reservations_total", labels)
-		_, _ = Reserver{Next: c.stub}.Reserve(context.Background(), order.Order{})
+		obs.End(obs.Begin(ctx, c.step, order.Order{}), c.step, order.Order{}, c.r)
 		if got := sample(t, "surge_reservations_total", labels); got != before+1 {
 			t.Errorf("outcome %s: counter went %v -> %v, want +1", c.want, before, got)
+		}
+	}
+	cached := map[string]string{"outcome": ReservationSoldOutCached}
+	before := sample(t, "surge_reservations_total", cached)
+	obs.Answered(ctx, order.Order{}, gateway.AnswerSoldOutCached)
+	if got := sample(t, "surge_reservations_total", cached); got != before+1 {
+		t.Errorf("sold out from the hint: counter went %v -> %v, want +1", before, got)
+	}
+	unknown := sample(t, "surge_orders_outcome_unknown_total", map[string]string{})
+	obs.Answered(ctx, order.Order{}, gateway.AnswerOutcomeUnknown)
+	if got := sample(t, "surge_orders_outcome_unknown_total", map[string]string{}); got != unknown+1 {
+		t.Errorf("outcome unknown: counter went %v -> %v, want +1", unknown, got)
+	}
+	for err, result := range map[error]string{nil: "ok", order.ErrNotYours: "kept", errors.New("i/o timeout"): "error"} {
+		labels := map[string]string{"mode": "undo", "result": result}
+		before := sample(t, "surge_reservation_releases_total", labels)
+		obs.End(ctx, gateway.StepUndo, order.Order{}, gateway.Result{Err: err})
+		if got := sample(t, "surge_reservation_releases_total", labels); got != before+1 {
+			t.Errorf("undo %s: counter went %v -> %v, want +1", result, before, got)
 		}
 	}
 }
@@ -195,6 +205,41 @@ func TestWorkerObserverCountsRetriesAndDeadLetters(t *testing.T) {
 	}
 	if got := sample(t, "surge_worker_processing_seconds", map[string]string{"outcome": "invoiced"}); got != invoiced+1 {
 		t.Errorf("invoiced timings %v -> %v, want +1", invoiced, got)
+	}
+}
+
+// TestWorkerObserverCountsLockAttempts: each lock step counts as
+// acquired, contended (Contended says another owner holds the lock) or
+// error, and its time as a lock wait; the other steps count no lock.
+func TestWorkerObserverCountsLockAttempts(t *testing.T) {
+	errBusy := errors.New("lock not obtained")
+	obs := WorkerObserver{Contended: func(err error) bool { return errors.Is(err, errBusy) }}
+	ctx := context.Background()
+	cases := []struct {
+		step worker.Step
+		err  error
+		want string
+	}{
+		{worker.StepLock, nil, LockAcquired},
+		{worker.StepLock, fmt.Errorf("lock: %w", errBusy), LockContended},
+		{worker.StepLock, errors.New("i/o timeout"), LockError},
+	}
+	for _, c := range cases {
+		labels := map[string]string{"result": c.want}
+		before, waits := sample(t, "surge_lock_acquisitions_total", labels), sample(t, "surge_lock_wait_seconds", nil)
+		obs.End(obs.Begin(ctx, c.step, order.Order{}), c.step, order.Order{}, worker.Result{Err: c.err, Took: time.Millisecond})
+		if got := sample(t, "surge_lock_acquisitions_total", labels); got != before+1 {
+			t.Errorf("lock %s: counter went %v -> %v, want +1", c.want, before, got)
+		}
+		if got := sample(t, "surge_lock_wait_seconds", nil); got != waits+1 {
+			t.Errorf("lock %s: waits went %v -> %v, want +1", c.want, waits, got)
+		}
+	}
+	errors0 := sample(t, "surge_lock_acquisitions_total", map[string]string{"result": LockError})
+	WorkerObserver{}.End(ctx, worker.StepLock, order.Order{}, worker.Result{Err: errBusy})
+	obs.End(ctx, worker.StepLedger, order.Order{}, worker.Result{Err: errors.New("deadlock")})
+	if got := sample(t, "surge_lock_acquisitions_total", map[string]string{"result": LockError}); got != errors0+1 {
+		t.Errorf("errors went %v -> %v, want +1 (the lock without Contended, not the ledger's)", errors0, got)
 	}
 }
 

@@ -2,13 +2,14 @@
 // gateway (the HTTP request, the Redis admit and reserve scripts, the
 // RabbitMQ publish), the message (W3C trace context in its AMQP headers)
 // and the worker (the consume, the order's lock, the MySQL transaction,
-// the Redis commit script), exported over OTLP/HTTP when
-// SURGE_OTLP_ENDPOINT is set.
+// the Redis commit and release scripts), exported over OTLP/HTTP when
+// SURGE_OTLP_ENDPOINT is set. The order path's spans come from
+// GatewayObserver and WorkerObserver, the observers pkg/gateway and
+// pkg/worker declare.
 //
 // Off (no endpoint), a Tracing is the no-op provider and Enabled is false;
-// the services then install none of the wrappers below, so the order path
-// is exactly what it is without tracing: no span, no context, no
-// allocation.
+// the services then install neither observer, so the order path is
+// exactly what it is without tracing: no span, no context, no allocation.
 package telemetry
 
 import (
@@ -100,7 +101,7 @@ func endpointOption(endpoint string) []otlptracehttp.Option {
 }
 
 // Enabled tells whether spans are made: false when off, and then the
-// services install no wrapper.
+// services install no tracing observer.
 func (t *Tracing) Enabled() bool { return t != nil && t.enabled }
 
 // Exporting tells whether Setup built an OTLP exporter.

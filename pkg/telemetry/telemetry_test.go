@@ -13,15 +13,12 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"surge/pkg/gateway"
 	"surge/pkg/order"
 )
 
-type nopPublisher struct{}
-
-func (p *nopPublisher) Publish(context.Context, order.Order) error { return nil }
-
 // TestOffMakesNothing: without an endpoint, tracing is off: no exporter,
-// Enabled false (the services install no wrapper), no headers.
+// Enabled false (the services install no tracing observer), no headers.
 func TestOffMakesNothing(t *testing.T) {
 	tel, err := Setup(context.Background(), Options{Service: "surge-test"})
 	if err != nil {
@@ -76,12 +73,10 @@ func TestExportsOverOTLPHTTP(t *testing.T) {
 		if !tel.Enabled() || !tel.Exporting() {
 			t.Fatalf("%s: enabled %v, exporting %v", endpoint, tel.Enabled(), tel.Exporting())
 		}
-		pub := &nopPublisher{}
-		p := Publisher{Next: pub, T: tel, Exchange: "orders"}
+		obs := GatewayObserver{T: tel, Exchange: "orders"}
 		ctx, span := tel.Tracer().Start(context.Background(), "POST /v1/orders")
-		if err := p.Publish(ctx, order.Order{ID: "o_1", SKU: "s", Qty: 1}); err != nil {
-			t.Fatal(err)
-		}
+		o := order.Order{ID: "o_1", SKU: "s", Qty: 1}
+		obs.End(obs.Begin(ctx, gateway.StepPublish, o), gateway.StepPublish, o, gateway.Result{})
 		h := tel.Headers(ctx)
 		tp, _ := h["traceparent"].(string)
 		want := "00-" + span.SpanContext().TraceID().String() + "-" + span.SpanContext().SpanID().String() + "-01"

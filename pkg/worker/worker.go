@@ -49,18 +49,6 @@ type Refresher interface {
 	Refresh(ctx context.Context, sku string)
 }
 
-// Observer is told each order's outcome (metrics). Nil is allowed.
-type Observer interface {
-	Observe(outcome string, d time.Duration)
-}
-
-// LatencyObserver, implemented by an Observer that wants it, is told how
-// long each invoiced order took from its acceptance (the gateway's clock)
-// to its invoice: what a buyer waits.
-type LatencyObserver interface {
-	Invoiced(sinceAccepted time.Duration)
-}
-
 // Processor handles deliveries.
 type Processor struct {
 	Ledger   Ledger
@@ -79,7 +67,7 @@ type Processor struct {
 // DefaultTimeout is Processor.Timeout's default.
 const DefaultTimeout = 10 * time.Second
 
-// Outcomes reported to the Observer and in logs. A rejected order is an
+// Outcomes reported to the Observer's Observe and in logs. A rejected order is an
 // accepted order MySQL had no unit for (order.ReasonCompensated). A
 // conflict is a message whose order id MySQL holds for another request
 // (another SKU, quantity or customer): the key was used again after a
@@ -157,14 +145,16 @@ func settle(settleErr, cause error) error {
 func (p *Processor) process(ctx context.Context, o order.Order) (order.Processed, error) {
 	var fence int64
 	if p.Lock != nil {
-		f, held, release, err := p.Lock.Lock(ctx, "order:"+o.ID)
+		f, held, release, err := p.lock(ctx, o)
 		if err != nil {
 			return order.Processed{}, fmt.Errorf("lock order=%s: %w", o.ID, err)
 		}
 		defer release()
 		fence, ctx = f, held
 	}
-	res, err := p.Ledger.Process(ctx, o, fence)
+	lctx := p.begin(ctx, StepLedger, o)
+	res, err := p.Ledger.Process(lctx, o, fence)
+	p.end(lctx, StepLedger, o, Result{Err: err, Processed: res})
 	if err != nil {
 		return res, fmt.Errorf("process order=%s: %w", o.ID, err)
 	}
@@ -177,6 +167,19 @@ func (p *Processor) process(ctx context.Context, o order.Order) (order.Processed
 	return res, nil
 }
 
+// lock takes o's lock, telling the observer how long it took.
+func (p *Processor) lock(ctx context.Context, o order.Order) (int64, context.Context, func(), error) {
+	name := LockName(o.ID)
+	if p.Observer == nil {
+		return p.Lock.Lock(ctx, name)
+	}
+	lctx := p.Observer.Begin(ctx, StepLock, o)
+	start := time.Now()
+	fence, held, release, err := p.Lock.Lock(ctx, name)
+	p.Observer.End(lctx, StepLock, o, Result{Err: err, Fence: fence, Took: time.Since(start)})
+	return fence, held, release, err
+}
+
 // settleStock applies MySQL's verdict to the reservation. Both scripts are
 // idempotent, so a duplicate delivery repairs a Redis step a crash skipped.
 // A message conflicting with the order MySQL holds under its id sold
@@ -187,11 +190,11 @@ func (p *Processor) settleStock(ctx context.Context, o order.Order, res order.Pr
 	case conflicting(res, o):
 		p.log().Error("order id reused for another request: not invoiced, reservation released",
 			"order_id", o.ID, "sku", o.SKU, "qty", o.Qty, "recorded_sku", res.Recorded.SKU, "recorded_qty", res.Recorded.Qty)
-		_, err = p.Stock.Release(ctx, o.SKU, o.ID, order.ReleaseRejected)
+		err = p.release(ctx, o)
 	case res.Status == order.StatusInvoiced:
-		_, err = p.Stock.Commit(ctx, o.SKU, o.ID, o.Qty)
+		err = p.commit(ctx, o)
 	case res.Status == order.StatusRejected:
-		_, err = p.Stock.Release(ctx, o.SKU, o.ID, order.ReleaseRejected)
+		err = p.release(ctx, o)
 	}
 	if errors.Is(err, order.ErrNotLoaded) || errors.Is(err, order.ErrCommitted) {
 		// MySQL holds the truth; the reconciler aligns a SKU Redis lost.
@@ -202,6 +205,20 @@ func (p *Processor) settleStock(ctx context.Context, o order.Order, res order.Pr
 		return fmt.Errorf("settle stock order=%s: %w", o.ID, err)
 	}
 	return nil
+}
+
+func (p *Processor) commit(ctx context.Context, o order.Order) error {
+	cctx := p.begin(ctx, StepCommit, o)
+	out, err := p.Stock.Commit(cctx, o.SKU, o.ID, o.Qty)
+	p.end(cctx, StepCommit, o, Result{Err: err, Commit: out})
+	return err
+}
+
+func (p *Processor) release(ctx context.Context, o order.Order) error {
+	rctx := p.begin(ctx, StepRelease, o)
+	_, err := p.Stock.Release(rctx, o.SKU, o.ID, order.ReleaseRejected)
+	p.end(rctx, StepRelease, o, Result{Err: err})
+	return err
 }
 
 // conflicting tells whether MySQL holds o's id for another request.

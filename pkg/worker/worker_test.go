@@ -68,8 +68,10 @@ func TestDuplicateSettlesWhatMySQLHolds(t *testing.T) {
 // latencies records what a LatencyObserver is told.
 type latencies struct{ invoiced []time.Duration }
 
-func (l *latencies) Observe(string, time.Duration) {}
-func (l *latencies) Invoiced(d time.Duration)      { l.invoiced = append(l.invoiced, d) }
+func (l *latencies) Begin(ctx context.Context, _ Step, _ order.Order) context.Context { return ctx }
+func (l *latencies) End(context.Context, Step, order.Order, Result)                   {}
+func (l *latencies) Observe(string, time.Duration)                                    {}
+func (l *latencies) Invoiced(d time.Duration)                                         { l.invoiced = append(l.invoiced, d) }
 
 // TestAcceptedToInvoicedLatency: an invoiced order reports how long it
 // took from its acceptance at the gateway.
