@@ -53,8 +53,8 @@ func (benchCatalog) Exists(context.Context, string) (bool, error) { return true,
 func benchServer(b *testing.B, tel *telemetry.Tracing) http.Handler {
 	b.Helper()
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	orders := &gateway.Service{Stock: benchStock{}, Idem: benchClaims{}, Queue: benchPublisher{}, Catalog: benchCatalog{},
-		Log: log, Observer: gatewayObserver(false, tel, "orders")}
+	orders := gateway.New(gateway.Service{Stock: benchStock{}, Idem: benchClaims{}, Queue: benchPublisher{}, Catalog: benchCatalog{},
+		Log: log, Observer: gatewayObserver(false, tel, "orders")})
 	api := &httpapi.Server{Orders: orders, Log: log}
 	public, _ := instrumented(api, nil, tel)
 	return public

@@ -154,8 +154,8 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	claims, limited := customerLimited(records, cfg.RateLimit)
 	prods := newProducts(eng.fast, eng.db, cfg.ProductTTL, log)
 	hints := &gateway.SoldOutHints{TTL: cfg.SoldOutHintTTL}
-	orders := &gateway.Service{Stock: st, Idem: claims, Queue: pub, Catalog: catalog{eng.db}, Log: log,
-		SoldOut: hints, Observer: gatewayObserver(limited, tel, topo.Exchange)}
+	orders := gateway.New(gateway.Service{Stock: st, Idem: claims, Queue: pub, Catalog: catalog{eng.db}, Log: log,
+		SoldOut: hints, Observer: gatewayObserver(limited, tel, topo.Exchange)})
 	tracker := &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st}
 	api := &httpapi.Server{
 		Orders:     orders,

@@ -81,8 +81,8 @@ func TestRedeliveryWaitsForTheOrderLock(t *testing.T) {
 	ledger := &gatedLedger{Ledger: db, entered: make(chan struct{}), open: make(chan struct{})}
 	locker := newOrderLocker(rdb, 0)
 	t.Cleanup(func() { cleanupLock(rdb, "order:"+o.ID) })
-	proc := &worker.Processor{Ledger: ledger, Stock: st, Lock: locker,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	proc := worker.New(worker.Processor{Ledger: ledger, Stock: st, Lock: locker,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 
 	first := newDelivery(o)
 	go proc.Handle(ctx, first)

@@ -87,14 +87,14 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker
 		eng.close()
 		return nil, err
 	}
-	proc := &worker.Processor{
+	proc := worker.New(worker.Processor{
 		Ledger:   ledger,
 		Stock:    stock.New(eng.fast, stock.Options{StateTTL: cfg.IdempotencyTTL}),
 		Lock:     newOrderLocker(eng.fast, cfg.LockTTL),
 		Log:      log,
 		Timeout:  cfg.OrderTimeout,
 		Observer: workerObserver(tel),
-	}
+	})
 	prods := newProducts(eng.fast, eng.db, 0, log)
 	proc.Cache = prods
 	cons := queue.NewConsumer(eng.mq, cfg.AMQP.Topology(), queue.ConsumerOptions{

@@ -80,7 +80,8 @@ type Service struct {
 	Idem    Claimer
 	Queue   Publisher
 	Catalog Catalog
-	Log     *slog.Logger
+	// Log defaults to slog.Default().
+	Log *slog.Logger
 	// Now defaults to time.Now.
 	Now func() time.Time
 	// CleanupTimeout bounds the undo after a failed publish, which runs
@@ -115,7 +116,7 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	if err := o.Validate(); err != nil {
 		return Accepted{}, err
 	}
-	start := s.now()
+	start := s.Now()
 	hint := s.SoldOut.SoldOut(o.SKU, start)
 	cctx := s.begin(ctx, StepClaim, o)
 	c, err := s.Idem.Claim(cctx, o, idemKey, hint.SoldOut)
@@ -150,7 +151,7 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	if err != nil {
 		return Accepted{}, s.reserveFailed(ctx, o, c, res, err)
 	}
-	accepted := s.now()
+	accepted := s.Now()
 	o.AcceptedAtMs = accepted.UnixMilli()
 	if err := s.publish(ctx, o, accepted); err != nil {
 		err = s.publishFailed(ctx, o, c, res, err)
@@ -165,7 +166,7 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	// One line per accepted order, carrying the id the worker and the
 	// reconciler log too; sold-out answers (the bulk of a flash sale) are
 	// counted by metrics, not logged.
-	s.log().Info("order accepted", "order_id", o.ID, "sku", o.SKU, "qty", o.Qty, "repeat", res.Repeat,
+	s.Log.Info("order accepted", "order_id", o.ID, "sku", o.SKU, "qty", o.Qty, "repeat", res.Repeat,
 		"request_id", reqid.From(ctx))
 	return Accepted{OrderID: o.ID, Status: order.StatusAccepted, SKU: o.SKU, Qty: o.Qty}, nil
 }
@@ -178,7 +179,7 @@ func (s *Service) publish(ctx context.Context, o order.Order, accepted time.Time
 	}
 	pctx := s.Observer.Begin(ctx, StepPublish, o)
 	err := s.Queue.Publish(pctx, o)
-	s.Observer.End(pctx, StepPublish, o, Result{Err: err, Took: s.now().Sub(accepted)})
+	s.Observer.End(pctx, StepPublish, o, Result{Err: err, Took: s.Now().Sub(accepted)})
 	return err
 }
 
@@ -203,12 +204,12 @@ var errSoldOutHinted = fmt.Errorf("no unit left moments ago (sold-out hint): %w"
 // it (a slow Redis), so the order goes to the reserve script after all,
 // its record's mark dropped first.
 func (s *Service) answerSoldOut(ctx context.Context, o order.Order, c order.Claim, hint Hint) error {
-	if s.SoldOut.Fresh(hint, s.now()) {
+	if s.SoldOut.Fresh(hint, s.Now()) {
 		// Recorded as answered sold out: a retry gets this answer again.
 		s.answered(ctx, o, AnswerSoldOutCached)
 		return errSoldOutHinted
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cleanupTimeout())
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.CleanupTimeout)
 	defer cancel()
 	if ok, err := s.Idem.Unmark(cctx, c); !ok || err != nil {
 		// Nothing is reserved, and the record still says sold out.
@@ -245,7 +246,7 @@ func (s *Service) Refused(ctx context.Context, o order.Order, key string, cause 
 	if order.ValidateIdempotencyKey(key) != nil || o.Validate() != nil {
 		return cause
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cleanupTimeout())
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.CleanupTimeout)
 	defer cancel()
 	id, open, err := s.Idem.Existing(cctx, o, key)
 	if err == nil && !open {
@@ -283,7 +284,7 @@ func (s *Service) reserveFailed(ctx context.Context, o order.Order, c order.Clai
 // none, and the order it repeats may have been published by the request
 // that reserved, so its outcome is unknown to this one.
 func (s *Service) publishFailed(ctx context.Context, o order.Order, c order.Claim, res order.Reservation, err error) error {
-	s.log().Warn("publish failed", "order_id", o.ID, "sku", o.SKU, "repeat", res.Repeat,
+	s.Log.Warn("publish failed", "order_id", o.ID, "sku", o.SKU, "repeat", res.Repeat,
 		"request_id", reqid.From(ctx), "err", err)
 	if errors.Is(err, order.ErrOutcomeUnknown) || res.Repeat {
 		return s.unknown(ctx, o, fmt.Errorf("publish: %w", err))
@@ -299,13 +300,13 @@ func (s *Service) publishFailed(ctx context.Context, o order.Order, c order.Clai
 // request's to undo (a repeat may have published the order), or the undo
 // failed, the outcome is unknown.
 func (s *Service) notTakenOrUnknown(ctx context.Context, o order.Order, c order.Claim, nonce string, cause error) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cleanupTimeout())
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.CleanupTimeout)
 	defer cancel()
 	uctx := s.begin(cctx, StepUndo, o)
 	_, err := s.Stock.Undo(uctx, o.SKU, o.ID, nonce)
 	s.end(uctx, StepUndo, o, Result{Err: err})
 	if err != nil {
-		s.log().Warn("reservation kept: outcome unknown", "order_id", o.ID, "sku", o.SKU, "err", err)
+		s.Log.Warn("reservation kept: outcome unknown", "order_id", o.ID, "sku", o.SKU, "err", err)
 		return s.unknown(ctx, o, errors.Join(cause, err))
 	}
 	s.forget(cctx, o, c)
@@ -323,10 +324,10 @@ func (s *Service) forget(ctx context.Context, o order.Order, c order.Claim) {
 	if !c.Created {
 		return
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cleanupTimeout())
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.CleanupTimeout)
 	defer cancel()
 	if _, err := s.Idem.Forget(cctx, c); err != nil {
-		s.log().Warn("forget idempotency record", "order_id", o.ID, "err", err)
+		s.Log.Warn("forget idempotency record", "order_id", o.ID, "err", err)
 	}
 }
 
@@ -341,23 +342,21 @@ func unavailableUnless(err error, keep ...error) error {
 	return fmt.Errorf("%w: %w", order.ErrUnavailable, err)
 }
 
-func (s *Service) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
-	}
-	return time.Now()
+// New returns the service s describes, its zero fields given their
+// defaults: Now time.Now, CleanupTimeout 2s, Log slog.Default().
+func New(s Service) *Service {
+	s.setDefaults()
+	return &s
 }
 
-func (s *Service) cleanupTimeout() time.Duration {
-	if s.CleanupTimeout > 0 {
-		return s.CleanupTimeout
+func (s *Service) setDefaults() {
+	if s.Now == nil {
+		s.Now = time.Now
 	}
-	return 2 * time.Second
-}
-
-func (s *Service) log() *slog.Logger {
-	if s.Log != nil {
-		return s.Log
+	if s.CleanupTimeout <= 0 {
+		s.CleanupTimeout = 2 * time.Second
 	}
-	return slog.Default()
+	if s.Log == nil {
+		s.Log = slog.Default()
+	}
 }

@@ -13,8 +13,8 @@ import (
 )
 
 func newService(st *fakeStock, claims *fakeClaims, q *fakeQueue) *Service {
-	return &Service{Stock: st, Idem: claims, Queue: q, Catalog: knownSKUs{},
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return New(Service{Stock: st, Idem: claims, Queue: q, Catalog: knownSKUs{},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
 
 func buy(customer string, qty int) order.Order {

@@ -89,8 +89,8 @@ func TestClassification(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &Processor{Ledger: failingLedger{err: tt.err, hang: tt.hang}, Stock: noStock{},
-				Timeout: 20 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			p := New(Processor{Ledger: failingLedger{err: tt.err, hang: tt.hang}, Stock: noStock{},
+				Timeout: 20 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			d := &recorder{o: order.Order{ID: order.IDFor("c", "k", 0), SKU: "s", Qty: 1, CustomerID: "c"}, bad: tt.bad}
 			p.Handle(context.Background(), d)
 			if d.settle != tt.wantSettle || d.reason != tt.wantReason {

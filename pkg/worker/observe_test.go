@@ -97,7 +97,7 @@ func TestObserverSeesEachStep(t *testing.T) {
 	}
 	for _, c := range cases {
 		log, locker, ledger := &stepLog{}, &fencedLocker{err: c.lock}, &ctxLedger{res: order.Processed{Status: c.status}}
-		p := &Processor{Ledger: ledger, Stock: &settleLog{}, Lock: locker, Observer: log, Log: quiet}
+		p := New(Processor{Ledger: ledger, Stock: &settleLog{}, Lock: locker, Observer: log, Log: quiet})
 		p.Handle(context.Background(), &recorder{o: msg})
 		if !slices.Equal(log.got, c.want) {
 			t.Errorf("%s: observer told %q, want %q", c.name, log.got, c.want)
@@ -116,8 +116,8 @@ func TestObserversCombine(t *testing.T) {
 		t.Fatal("Observe of a nil observer is not nil")
 	}
 	a, lat := &stepLog{}, &latencies{}
-	p := &Processor{Ledger: fixedLedger{order.Processed{Status: order.StatusInvoiced}}, Stock: &settleLog{},
-		Observer: Observe(a, nil, lat), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	p := New(Processor{Ledger: fixedLedger{order.Processed{Status: order.StatusInvoiced}}, Stock: &settleLog{},
+		Observer: Observe(a, nil, lat), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	o := order.Order{ID: "o_1", SKU: "mug", Qty: 1, CustomerID: "alice", AcceptedAtMs: time.Now().UnixMilli()}
 	p.Handle(context.Background(), &recorder{o: o})
 	want := []string{"ledger o_1 invoiced", "commit o_1 outcome=1", "outcome invoiced"}
@@ -146,8 +146,8 @@ func (quietObs) Observe(string, time.Duration)                                  
 // nothing per order: the processing allocates as much with two observers
 // as with none.
 func TestObserverAllocatesNothing(t *testing.T) {
-	p := &Processor{Ledger: fixedLedger{order.Processed{Status: order.StatusInvoiced}}, Stock: quietSettler{},
-		Lock: &fencedLocker{}}
+	p := New(Processor{Ledger: fixedLedger{order.Processed{Status: order.StatusInvoiced}}, Stock: quietSettler{},
+		Lock: &fencedLocker{}})
 	ctx := context.Background()
 	o := order.Order{ID: "o_1", SKU: "mug", Qty: 1, CustomerID: "alice"}
 	process := func() {

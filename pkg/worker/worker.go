@@ -56,7 +56,8 @@ type Processor struct {
 	Lock     Locker
 	Cache    Refresher
 	Observer Observer
-	Log      *slog.Logger
+	// Log defaults to slog.Default().
+	Log *slog.Logger
 	// Timeout bounds one order's processing (lock, MySQL, Redis), so an
 	// engine that stops answering without closing its connections fails
 	// the attempt, which is then retried, instead of holding a handler
@@ -87,7 +88,7 @@ const (
 // left to the broker's redelivery.
 func (p *Processor) Handle(ctx context.Context, d Delivery) {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, p.timeout())
+	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
 	outcome, o, err := p.handle(ctx, d)
 	if p.Observer != nil {
@@ -96,7 +97,7 @@ func (p *Processor) Handle(ctx context.Context, d Delivery) {
 			lo.Invoiced(time.Since(time.UnixMilli(o.AcceptedAtMs)))
 		}
 	}
-	log := p.log().With("order_id", o.ID, "sku", o.SKU, "outcome", outcome)
+	log := p.Log.With("order_id", o.ID, "sku", o.SKU, "outcome", outcome)
 	if err != nil {
 		log.Warn("order not processed", "err", err)
 		return
@@ -188,7 +189,7 @@ func (p *Processor) settleStock(ctx context.Context, o order.Order, res order.Pr
 	var err error
 	switch {
 	case conflicting(res, o):
-		p.log().Error("order id reused for another request: not invoiced, reservation released",
+		p.Log.Error("order id reused for another request: not invoiced, reservation released",
 			"order_id", o.ID, "sku", o.SKU, "qty", o.Qty, "recorded_sku", res.Recorded.SKU, "recorded_qty", res.Recorded.Qty)
 		err = p.release(ctx, o)
 	case res.Status == order.StatusInvoiced:
@@ -198,7 +199,7 @@ func (p *Processor) settleStock(ctx context.Context, o order.Order, res order.Pr
 	}
 	if errors.Is(err, order.ErrNotLoaded) || errors.Is(err, order.ErrCommitted) {
 		// MySQL holds the truth; the reconciler aligns a SKU Redis lost.
-		p.log().Warn("stock not settled in Redis", "order_id", o.ID, "sku", o.SKU, "err", err)
+		p.Log.Warn("stock not settled in Redis", "order_id", o.ID, "sku", o.SKU, "err", err)
 		return nil
 	}
 	if err != nil {
@@ -227,16 +228,18 @@ func conflicting(res order.Processed, o order.Order) bool {
 	return res.Duplicate && r.ID != "" && (r.SKU != o.SKU || r.Qty != o.Qty || r.CustomerID != o.CustomerID)
 }
 
-func (p *Processor) timeout() time.Duration {
-	if p.Timeout > 0 {
-		return p.Timeout
-	}
-	return DefaultTimeout
+// New returns the processor p describes, its zero fields given their
+// defaults: Timeout DefaultTimeout, Log slog.Default().
+func New(p Processor) *Processor {
+	p.setDefaults()
+	return &p
 }
 
-func (p *Processor) log() *slog.Logger {
-	if p.Log != nil {
-		return p.Log
+func (p *Processor) setDefaults() {
+	if p.Timeout <= 0 {
+		p.Timeout = DefaultTimeout
 	}
-	return slog.Default()
+	if p.Log == nil {
+		p.Log = slog.Default()
+	}
 }

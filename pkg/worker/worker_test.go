@@ -49,10 +49,10 @@ func TestDuplicateSettlesWhatMySQLHolds(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			settled := &settleLog{}
-			p := &Processor{
+			p := New(Processor{
 				Ledger: fixedLedger{order.Processed{Status: order.StatusInvoiced, Duplicate: true, Recorded: c.recorded}},
 				Stock:  settled, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			}
+			})
 			d := &recorder{o: msg}
 			outcome, _, err := p.handle(context.Background(), d)
 			if err != nil || d.settle != "ack" || outcome != c.outcome {
@@ -77,8 +77,8 @@ func (l *latencies) Invoiced(d time.Duration)                                   
 // took from its acceptance at the gateway.
 func TestAcceptedToInvoicedLatency(t *testing.T) {
 	obs := &latencies{}
-	p := &Processor{Ledger: fixedLedger{order.Processed{Status: order.StatusInvoiced}}, Stock: &settleLog{},
-		Observer: obs, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	p := New(Processor{Ledger: fixedLedger{order.Processed{Status: order.StatusInvoiced}}, Stock: &settleLog{},
+		Observer: obs, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	o := order.Order{ID: "o_1", SKU: "mug", Qty: 1, CustomerID: "alice", AcceptedAtMs: time.Now().Add(-2 * time.Second).UnixMilli()}
 	p.Handle(context.Background(), &recorder{o: o})
 	if len(obs.invoiced) != 1 || obs.invoiced[0] < 2*time.Second || obs.invoiced[0] > 10*time.Second {
