@@ -151,9 +151,8 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	if err != nil {
 		return Accepted{}, s.reserveFailed(ctx, o, c, res, err)
 	}
-	accepted := s.Now()
-	o.AcceptedAtMs = accepted.UnixMilli()
-	if err := s.publish(ctx, o, accepted); err != nil {
+	o.AcceptedAtMs = s.Now().UnixMilli()
+	if err := s.publish(ctx, o); err != nil {
 		err = s.publishFailed(ctx, o, c, res, err)
 		if tookLast {
 			s.observeAfterFailedPublish(o, err, start)
@@ -171,15 +170,16 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	return Accepted{OrderID: o.ID, Status: order.StatusAccepted, SKU: o.SKU, Qty: o.Qty}, nil
 }
 
-// publish publishes o, accepted (stamped) at accepted: the observer is
-// told how long the broker took from then.
-func (s *Service) publish(ctx context.Context, o order.Order, accepted time.Time) error {
+// publish publishes o; the observer is told how long the broker took,
+// from just before the publish to its confirm.
+func (s *Service) publish(ctx context.Context, o order.Order) error {
 	if s.Observer == nil {
 		return s.Queue.Publish(ctx, o)
 	}
 	pctx := s.Observer.Begin(ctx, StepPublish, o)
+	start := time.Now()
 	err := s.Queue.Publish(pctx, o)
-	s.Observer.End(pctx, StepPublish, o, Result{Err: err, Took: s.Now().Sub(accepted)})
+	s.Observer.End(pctx, StepPublish, o, Result{Err: err, Took: time.Since(start)})
 	return err
 }
 
