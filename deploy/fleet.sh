@@ -467,10 +467,14 @@ cmd_heal() { ip link set "$(ns "$1")" up; }
 
 cmd_lose() {
 	cmd_cut "$1"
+	# Until the namespace lists none: a supervisor may start its program again between
+	# the listing and the kill.
 	local pids
-	pids=$(ip netns pids "$(ns "$1")" | tr '\n' ' ')
-	# shellcheck disable=SC2086
-	[[ -z ${pids// /} ]] || kill -KILL $pids 2>/dev/null || true
+	while pids=$(ip netns pids "$(ns "$1")" | tr '\n' ' ') && [[ -n ${pids// /} ]]; do
+		# shellcheck disable=SC2086
+		kill -KILL $pids 2>/dev/null || true
+		sleep 0.1
+	done
 }
 
 cmd_revive() {
