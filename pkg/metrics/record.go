@@ -94,10 +94,10 @@ const (
 	LockError     = "error"
 )
 
-// LockAttempt records one attempt to take a distributed lock: result is
+// lockAttempt records one attempt to take a distributed lock: result is
 // LockAcquired, LockContended (another owner holds it) or LockError, and
 // wait the time the attempt took, retries included.
-func LockAttempt(result string, wait time.Duration) {
+func lockAttempt(result string, wait time.Duration) {
 	lockAcquisitions.WithLabelValues(result).Inc()
 	lockWait.Observe(wait.Seconds())
 }

@@ -56,5 +56,5 @@ func (w WorkerObserver) End(_ context.Context, step worker.Step, _ order.Order, 
 	case r.Err != nil:
 		result = LockError
 	}
-	LockAttempt(result, r.Took)
+	lockAttempt(result, r.Took)
 }
