@@ -1,7 +1,9 @@
 package testenv
 
 import (
-	"io"
+	"bytes"
+	"context"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -18,7 +20,25 @@ type Proxy struct {
 	cut     bool
 	conns   map[net.Conn]struct{}
 	stalled chan struct{} // non-nil while replies are held back
+	hold    []byte        // non-nil while requests containing it are held
+	held    []*link       // connections holding requests until Deliver
 }
+
+// link is one proxied connection: the client's end, the engine's, and
+// what Hold keeps from the engine.
+type link struct {
+	c, up net.Conn
+
+	mu         sync.Mutex
+	holding    bool
+	pending    [][]byte
+	clientGone bool          // the client closed its end while held
+	delivered  bool          // Deliver wrote pending to the engine
+	answered   chan struct{} // closed once the engine answered after delivery
+	once       sync.Once
+}
+
+func (l *link) answer() { l.once.Do(func() { close(l.answered) }) }
 
 // NewProxy listens on 127.0.0.1:0 and forwards to target until cleanup.
 func NewProxy(t testing.TB, target string) *Proxy {
@@ -112,13 +132,44 @@ func (p *Proxy) serve(c net.Conn) {
 	if !p.track(c, up) {
 		return
 	}
-	go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
+	l := &link{c: c, up: up, answered: make(chan struct{})}
+	go p.forward(l)
 	buf := make([]byte, 32<<10)
+	gone := false
 	for {
 		n, err := up.Read(buf)
 		if n > 0 {
 			p.waitUnstalled()
-			if _, werr := c.Write(buf[:n]); werr != nil {
+			l.mu.Lock()
+			if l.delivered {
+				l.answer()
+			}
+			l.mu.Unlock()
+			if !gone {
+				// A client gone does not stop the reading: the engine's
+				// answer to what Deliver sent late says it ran.
+				_, werr := c.Write(buf[:n])
+				gone = werr != nil
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	l.answer()
+	_ = c.Close()
+}
+
+// forward copies what the client sends to the engine, except what Hold
+// keeps back: from the first chunk containing the held pattern on, the
+// connection's requests wait for Deliver, even once the client closed its
+// end (as TCP delivers what a client wrote before it gave up).
+func (p *Proxy) forward(l *link) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := l.c.Read(buf)
+		if n > 0 && !p.keep(l, buf[:n]) {
+			if _, werr := l.up.Write(buf[:n]); werr != nil {
 				break
 			}
 		}
@@ -126,7 +177,82 @@ func (p *Proxy) serve(c net.Conn) {
 			break
 		}
 	}
-	_ = c.Close()
+	l.mu.Lock()
+	if l.holding {
+		l.clientGone = true // Deliver closes the engine's end
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	_ = l.up.Close()
+}
+
+// keep holds chunk back when the link holds, or starts holding with it.
+func (p *Proxy) keep(l *link, chunk []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.holding {
+		if p.hold == nil || !bytes.Contains(chunk, p.hold) {
+			return false
+		}
+		l.holding = true
+		p.held = append(p.held, l)
+	}
+	l.pending = append(l.pending, bytes.Clone(chunk))
+	return true
+}
+
+// Hold keeps back, from now on, the requests of every connection from the
+// first one whose bytes contain pattern (a script's SHA, an order id):
+// they reach the engine only at Deliver, after the client may have given
+// up on them. Other connections pass.
+func (p *Proxy) Hold(pattern []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hold = bytes.Clone(pattern)
+}
+
+// Holding is the number of connections whose requests are held.
+func (p *Proxy) Holding() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.held)
+}
+
+// Deliver stops holding and sends every held request to the engine, then
+// returns once the engine answered each connection (or closed it): the
+// requests ran. The connection of a client that gave up is then closed
+// for writing, as the kernel sends its FIN after the data.
+func (p *Proxy) Deliver(ctx context.Context) error {
+	p.mu.Lock()
+	held := p.held
+	p.hold, p.held = nil, nil
+	p.mu.Unlock()
+	for _, l := range held {
+		l.mu.Lock()
+		for _, b := range l.pending {
+			if _, err := l.up.Write(b); err != nil {
+				l.mu.Unlock()
+				return fmt.Errorf("deliver held requests: %w", err)
+			}
+		}
+		l.pending, l.holding, l.delivered = nil, false, true
+		gone := l.clientGone
+		l.mu.Unlock()
+		if tc, ok := l.up.(*net.TCPConn); ok && gone {
+			_ = tc.CloseWrite()
+		}
+	}
+	for _, l := range held {
+		select {
+		case <-l.answered:
+		case <-ctx.Done():
+			return fmt.Errorf("deliver held requests: no answer: %w", ctx.Err())
+		}
+	}
+	return nil
 }
 
 // track registers both ends, unless the proxy was cut meanwhile.
