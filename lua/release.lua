@@ -1,28 +1,52 @@
 #!lua flags=allow-oom
 -- release: return an order's reserved units to avail.
 -- KEYS[1] {sku:X}:avail   KEYS[2] {sku:X}:resv   KEYS[3] {sku:X}:ord:<order_id>
+-- KEYS[4] {sku:X}:undone:<order_id> the nonces of the order's undone
+--         reserve calls, space-separated (undo; lua/reserve.lua reads it)
 -- ARGV[1] order_id
 -- ARGV[2] mode:
 --   'undo'   the gateway's request that reserved learnt its publish
---            certainly failed: release only that request's own reservation
+--            certainly failed, or its reserve call failed (it may have run,
+--            or may still run: a copy in TCP's retransmission queue, or
+--            resent by go-redis): release only that call's own reservation
 --            (state A, nonce ARGV[4]) and mark the order U (undone) for
 --            ARGV[5] seconds, so that a retry that claimed meanwhile does
 --            not take the order after it was answered not taken (see
---            lua/reserve.lua). A repeat marked the order P (it may have been
---            published by another request): then nothing changes.
+--            lua/reserve.lua). A repeat by another call marked the order P
+--            (it may have been published by another request): then nothing
+--            is released. Whatever it finds, the undo adds ARGV[4] to
+--            KEYS[4] for the order state's TTL (ARGV[3]), and the reserve
+--            script refuses any later call carrying that nonce: a copy of
+--            the undone call arriving after this script never reserves.
 --   'reject' the order ended rejected in MySQL: release whatever it holds
 --            and keep its state (X) so a retry is answered as before.
--- ARGV[3] order state TTL (s)   ARGV[4] the reserving request's nonce (undo)
+-- ARGV[3] order state TTL (s)   ARGV[4] the reserving call's nonce (undo)
 -- ARGV[5] how long U lasts (s, undo)
 -- Returns the units released (0 when the order held none), -1 when the
 -- order is committed (sold units are never released), -2 (undo only) when
 -- the reservation is not the caller's to undo. Idempotent. Runs even when
--- memory is full: it frees more than it takes.
+-- memory is full: it frees more than it takes, and an undo must leave its
+-- mark.
 local state = redis.call('GET', KEYS[3])
+if ARGV[2] == 'undo' then
+  local undone = redis.call('GET', KEYS[4])
+  if not undone then
+    undone = ARGV[4]
+  elseif not string.find(' ' .. undone .. ' ', ' ' .. ARGV[4] .. ' ', 1, true) then
+    undone = undone .. ' ' .. ARGV[4]
+  end
+  redis.call('SET', KEYS[4], undone, 'EX', ARGV[3])
+end
 if state == 'C' then return -1 end
 local r = redis.call('HGET', KEYS[2], ARGV[1])
 if ARGV[2] == 'undo' then
-  if not r and (not state or state == 'S' or state == 'U') then return 0 end
+  if not r and (not state or state == 'S' or state == 'U') then
+    -- The call reserved nothing yet. A sold-out order stays S (a retry
+    -- is answered sold out); any other is closed to the retries that
+    -- claimed before the answer, as after a release.
+    if state ~= 'S' then redis.call('SET', KEYS[3], 'U', 'EX', ARGV[5]) end
+    return 0
+  end
   if state ~= 'A' or not r or string.match(r, '^%d+:%d+:([^:]*)') ~= ARGV[4] then return -2 end
 end
 local released = 0

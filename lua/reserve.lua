@@ -1,31 +1,48 @@
 #!lua
 -- reserve: move qty units of one SKU from avail to an open reservation.
 -- KEYS[1] {sku:X}:avail   KEYS[2] {sku:X}:resv   KEYS[3] {sku:X}:ord:<order_id>
+-- KEYS[4] {sku:X}:undone:<order_id> the nonces of this order's undone
+--         calls (lua/release.lua mode 'undo'), space-separated
 -- ARGV[1] order_id        ARGV[2] qty
--- ARGV[3] nonce of the request reserving (lets it undo only its own work)
+-- ARGV[3] nonce of the call reserving (lets it undo only its own work)
 -- ARGV[4] customer_id     ARGV[5] order state TTL in seconds
 -- ARGV[6] '1' when the request's idempotency claim made a new record, '0'
 --         for a retry of a record that existed
 -- Returns {code, avail}:
---   1 reserved now; 2 repeat of an accepted order (nothing reserved);
+--   1 reserved now, or this very call seen again (go-redis resent it after
+--     a lost reply) while its reservation stands: the state is unchanged;
+--   2 repeat of an accepted order by another call (nothing reserved);
 --   0 sold out (remembered for the order); 3 repeat of a sold-out order;
 --   4 a retry of an order its first request undid as not taken (state
 --     U): nothing reserved, the retry is not taken either;
+--   5 this call was undone already (its nonce is in KEYS[4]): a copy that
+--     reached Redis after the gateway undid it and answered not taken
+--     (TCP retransmitted it, or go-redis resent it). Nothing reserved,
+--     nothing changed;
 --  -1 stock not loaded (the caller must not sell).
 -- The reservation is "qty:reserved_ms:nonce:customer_id", the time by this
 -- master's clock (the reconciler's grace is measured on it, not on a
--- gateway's). A repeat turns state A into P: another request for the same
--- order may publish it from now on, so the first request can no longer
--- undo the reservation as "never published" (lua/release.lua). State U
--- blocks only retries that claimed before the undoing request forgot its
--- record; a request that claims anew afterwards reserves as usual.
+-- gateway's). A repeat by another call turns state A into P: another
+-- request for the same order may publish it from now on, so the first
+-- request can no longer undo the reservation as "never published"
+-- (lua/release.lua). State U blocks only retries that claimed before the
+-- undoing request forgot its record; a request that claims anew
+-- afterwards reserves as usual, with a fresh nonce.
 -- Idempotent per order id: go-redis retries timed-out scripts, and clients
 -- retry requests. The shebang makes Redis refuse the whole script when
 -- memory is full (maxmemory), never half of it.
-local state = redis.call('GET', KEYS[3])
+local got = redis.call('MGET', KEYS[3], KEYS[4])
+local state, undone = got[1], got[2]
+if undone and string.find(' ' .. undone .. ' ', ' ' .. ARGV[3] .. ' ', 1, true) then
+  return {5, 0}
+end
 if state == 'U' and ARGV[6] ~= '1' then return {4, 0} end
 if state and state ~= 'U' then
   if state == 'S' then return {3, 0} end
+  local r = redis.call('HGET', KEYS[2], ARGV[1])
+  if r and string.match(r, '^%d+:%d+:([^:]*)') == ARGV[3] then
+    return {1, tonumber(redis.call('GET', KEYS[1]) or '0')}
+  end
   if state == 'A' then redis.call('SET', KEYS[3], 'P', 'KEEPTTL') end
   return {2, 0}
 end

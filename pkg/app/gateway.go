@@ -149,7 +149,7 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 		return nil, fmt.Errorf("publisher: %w", err)
 	}
 	st := stock.New(reserveClient(eng, cfg.ReserveWaitReplicas), stock.Options{StateTTL: cfg.IdempotencyTTL,
-		WaitReplicas: cfg.ReserveWaitReplicas, WaitTimeout: cfg.ReserveWaitTimeout})
+		WaitReplicas: cfg.ReserveWaitReplicas, WaitTimeout: cfg.ReserveWaitTimeout, Masters: eng.redis.ClusterClient})
 	records := idem.New(eng.fast, cfg.IdempotencyTTL)
 	claims, limited := customerLimited(records, cfg.RateLimit)
 	prods := newProducts(eng.fast, eng.db, cfg.ProductTTL, log)

@@ -190,6 +190,9 @@ func (s *fakeStock) Undo(_ context.Context, _, id, nonce string) (int, error) {
 	}
 	st := s.state[id]
 	if st == "" || st == "S" || st == "U" {
+		if st != "S" {
+			s.state[id] = "U" // as lua/release.lua: the undo leaves its mark
+		}
 		return 0, nil
 	}
 	if st != "A" || s.nonces[id] != nonce {

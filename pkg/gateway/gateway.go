@@ -32,6 +32,10 @@ import (
 // it refuses (order.ErrUndone) an order its first request undid. Undo
 // takes back the reservation made by the call that returned nonce, and
 // fails (order.ErrNotYours) when the order may have been published since.
+// Whatever it finds, a successful Undo leaves a mark that makes any later
+// copy of that call (same nonce) reserve nothing, and is durable: a
+// failover cannot bring back the reservation without it; when it cannot
+// say so (no replica acknowledged it in time), Undo fails.
 type Reserver interface {
 	Reserve(ctx context.Context, o order.Order) (order.Reservation, error)
 	ReserveRetry(ctx context.Context, o order.Order) (order.Reservation, error)
@@ -265,7 +269,8 @@ func (s *Service) reserveFailed(ctx context.Context, o order.Order, c order.Clai
 		return err
 	case errors.Is(err, order.ErrUndone):
 		// The request that made the order answered it not taken while
-		// this retry was on its way: so is this one.
+		// this retry was on its way: so is this one. (A call refused
+		// because it was undone itself reserved nothing either.)
 		return fmt.Errorf("%w: %w", order.ErrUnavailable, err)
 	case errors.Is(err, order.ErrNotLoaded):
 		s.forget(ctx, o, c)
@@ -294,11 +299,15 @@ func (s *Service) publishFailed(ctx context.Context, o order.Order, c order.Clai
 
 // notTakenOrUnknown undoes this request's reservation (nonce): the order
 // then holds nothing, is marked undone, so that a retry already past its
-// claim does not take it after this answer (order.ErrUndone), and the
+// claim does not take it after this answer (order.ErrUndone), this
+// request's reserve call is refused should a copy of it reach Redis
+// later (a reserve that timed out may still be on the wire), and the
 // idempotency record this request made is forgotten, so the key is free.
 // The answer then wraps ErrUnavailable. When the reservation is not this
 // request's to undo (a repeat may have published the order), or the undo
-// failed, the outcome is unknown.
+// failed or is not known to be durable (no replica acknowledged it: a
+// promoted replica could bring the reservation back), the outcome is
+// unknown and the record stays, so a retry finds the order undone.
 func (s *Service) notTakenOrUnknown(ctx context.Context, o order.Order, c order.Claim, nonce string, cause error) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.CleanupTimeout)
 	defer cancel()

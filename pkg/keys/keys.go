@@ -27,6 +27,13 @@ func Stock(sku string) string { return "{sku:" + sku + "}:stock" }
 // idempotency window.
 func OrderState(sku, orderID string) string { return "{sku:" + sku + "}:ord:" + orderID }
 
+// Undone lists, space-separated, the nonces of the reserve calls for an
+// order that the gateway undid (lua/release.lua mode undo): the reserve
+// script refuses a call carrying one of them, so a copy of an undone call
+// that reaches Redis late (TCP retransmits it, go-redis resends it) never
+// reserves. It lives as long as the order state's idempotency window.
+func Undone(sku, orderID string) string { return "{sku:" + sku + "}:undone:" + orderID }
+
 // SKUPattern matches the stock keys of every SKU, for SCAN on each master.
 const SKUPattern = "{sku:*}:stock"
 

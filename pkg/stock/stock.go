@@ -40,13 +40,25 @@ type Options struct {
 	// ran the script), which narrows the window in which a failover can
 	// lose it. When they do not acknowledge within WaitTimeout, Reserve
 	// fails and the caller undoes the reservation (Undo). Needs a cluster
-	// client. Default 0: off.
+	// client. Default 0: off. Undo always waits, for this many replicas
+	// and at least one (see Undo).
 	WaitReplicas int
 	// WaitTimeout bounds that wait. Default 50ms.
 	WaitTimeout time.Duration
+	// UndoWaitTimeout bounds Undo's wait for the replicas. It is off the
+	// accepting path (an undo follows a failure), so it may be longer than
+	// WaitTimeout: a replica late to acknowledge turns a "not taken"
+	// answer into an unknown outcome. Default 250ms.
+	UndoWaitTimeout time.Duration
+	// Masters finds the master of a key, for Undo's WAIT (WAIT covers only
+	// the writes of its own connection). Default: the client New was given,
+	// when it can (*redis.ClusterClient); give the cluster client here when
+	// that one is an autopipeliner. Without one, every Undo fails.
+	Masters MasterFinder
 	// UndoneTTL is how long an order undone by its first request (Undo)
 	// stays closed to retries that claimed before that request forgot its
-	// idempotency record. Default 60s.
+	// idempotency record. Default 60s. The nonce of the undone call is
+	// refused for StateTTL, whatever this says.
 	UndoneTTL time.Duration
 }
 
@@ -57,6 +69,9 @@ func (o *Options) setDefaults() {
 	o.StateTTL = max(o.StateTTL, time.Second)
 	if o.WaitTimeout <= 0 {
 		o.WaitTimeout = 50 * time.Millisecond
+	}
+	if o.UndoWaitTimeout <= 0 {
+		o.UndoWaitTimeout = 250 * time.Millisecond
 	}
 	if o.UndoneTTL < time.Second {
 		o.UndoneTTL = time.Minute
@@ -74,6 +89,9 @@ type Stock struct {
 // New returns a Stock on rdb.
 func New(rdb Client, opts Options) *Stock {
 	opts.setDefaults()
+	if mf, ok := rdb.(MasterFinder); ok && opts.Masters == nil {
+		opts.Masters = mf
+	}
 	return &Stock{rdb: rdb, opts: opts, ttl: seconds(opts.StateTTL), undone: seconds(opts.UndoneTTL)}
 }
 
@@ -118,7 +136,7 @@ func (s *Stock) ReserveRetry(ctx context.Context, o order.Order) (order.Reservat
 
 func (s *Stock) reserve(ctx context.Context, o order.Order, newClaim string) (order.Reservation, error) {
 	r := order.Reservation{Nonce: order.Nonce()}
-	ks := []string{keys.Avail(o.SKU), keys.Resv(o.SKU), keys.OrderState(o.SKU, o.ID)}
+	ks := []string{keys.Avail(o.SKU), keys.Resv(o.SKU), keys.OrderState(o.SKU, o.ID), keys.Undone(o.SKU, o.ID)}
 	res, err := s.runReserve(ctx, ks, o.ID, o.Qty, r.Nonce, o.CustomerID, s.ttl, newClaim)
 	if err != nil {
 		return r, fmt.Errorf("reserve sku=%s order=%s: %w", o.SKU, o.ID, err)
@@ -137,6 +155,8 @@ func (s *Stock) reserve(ctx context.Context, o order.Order, newClaim string) (or
 		return r, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrSoldOut)
 	case 4:
 		return r, fmt.Errorf("reserve sku=%s order=%s: %w", o.SKU, o.ID, order.ErrUndone)
+	case 5:
+		return r, fmt.Errorf("reserve sku=%s order=%s nonce=%s: this call was undone: %w", o.SKU, o.ID, r.Nonce, order.ErrUndone)
 	case -1:
 		return r, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrNotLoaded)
 	}
@@ -168,21 +188,43 @@ func (s *Stock) Release(ctx context.Context, sku, orderID string, mode order.Rel
 }
 
 // Undo takes back the reservation made by the Reserve call that returned
-// nonce, for an order whose publish certainly failed, and marks the order
-// undone (U) for Options.UndoneTTL: a retry already past its claim is
-// refused (order.ErrUndone), one that claims anew after the caller forgot its
-// record reserves as usual. It returns the units released,
-// 0 when that call reserved nothing (it never ran, or found the SKU sold
-// out), order.ErrCommitted, or order.ErrNotYours when the reservation is another
-// request's or the order may have been published since (a repeat marked
-// it): then the order must be treated as possibly taken.
+// nonce, for an order whose publish certainly failed (or whose Reserve
+// failed, and may have run or still run), and marks the order undone (U)
+// for Options.UndoneTTL: a retry already past its claim is refused
+// (order.ErrUndone), one that claims anew after the caller forgot its
+// record reserves as usual. Whatever it finds, it records nonce as undone
+// for Options.StateTTL: a copy of that Reserve call reaching Redis later
+// (a TCP retransmission, a resend by go-redis) reserves nothing. It
+// returns the units released, 0 when that call reserved nothing (it never
+// ran, or found the SKU sold out), order.ErrCommitted, or
+// order.ErrNotYours when the reservation is another request's or the
+// order may have been published since (a repeat marked it): then the order
+// must be treated as possibly taken.
+//
+// The undo is only as good as it is durable: a replica promoted without it
+// would bring the reservation back, and the reconciler would publish an
+// order answered not taken. So Undo runs the script and WAIT on one
+// connection of the SKU's master, for Options.WaitReplicas replicas and at
+// least one, and fails with ErrNotReplicated (after the script ran) when
+// they do not acknowledge within Options.UndoWaitTimeout: the caller must
+// then treat the order as possibly taken. A master the cluster lists with
+// no replica has nothing that could be promoted without the undo; there
+// the undo is as durable as the master itself (see waitUndo).
 func (s *Stock) Undo(ctx context.Context, sku, orderID, nonce string) (int, error) {
 	return s.release(ctx, sku, orderID, undo, nonce)
 }
 
 func (s *Stock) release(ctx context.Context, sku, orderID string, mode order.ReleaseMode, nonce string) (int, error) {
-	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.OrderState(sku, orderID)}
-	n, err := lua.Release.Run(ctx, s.rdb, ks, orderID, string(mode), s.ttl, nonce, s.undone).Int64()
+	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.OrderState(sku, orderID), keys.Undone(sku, orderID)}
+	run := s.runRelease
+	if mode == undo {
+		run = s.runUndo
+	}
+	n, err := run(ctx, ks, orderID, string(mode), s.ttl, nonce, s.undone)
+	if errors.Is(err, ErrNotReplicated) {
+		// The script ran: n units are back on the master, not durably.
+		return int(n), fmt.Errorf("undo sku=%s order=%s: %w", sku, orderID, err)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("release sku=%s order=%s: %w", sku, orderID, err)
 	}

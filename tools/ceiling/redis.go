@@ -94,9 +94,10 @@ func redisPipelined(ctx context.Context, rdb *redis.ClusterClient, opts RedisOpt
 		pipe := rdb.Pipeline()
 		for j := range opts.Pipeline {
 			id := "p" + strconv.Itoa(w) + "-" + strconv.FormatInt(i, 10) + "-" + strconv.Itoa(j)
-			ks := append(ks[:2:2], keys.OrderState(opts.SKU, id))
-			// ARGV as stock.Reserve sends them: id, qty, nonce, customer, TTL.
-			pipe.EvalSha(ctx, lua.Reserve.Hash(), ks, id, 1, "00000000", "ceiling", ttl)
+			ks := append(ks[:2:2], keys.OrderState(opts.SKU, id), keys.Undone(opts.SKU, id))
+			// ARGV as stock.Reserve sends them: id, qty, nonce, customer, TTL,
+			// a new claim.
+			pipe.EvalSha(ctx, lua.Reserve.Hash(), ks, id, 1, "00000000", "ceiling", ttl, "1")
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return 0, fmt.Errorf("pipelined reserve: %w", err)
