@@ -246,3 +246,27 @@ func TestReportCountsCompensations(t *testing.T) {
 		t.Fatalf("table does not show the compensation:\n%s", b.String())
 	}
 }
+
+// TestUndoneOrderIsNeverRepublished: an order whose state says undone (U:
+// its request was answered not taken) is not published again, even with a
+// reservation past the grace period. (Since a copy of an undone reserve
+// call is refused, such a reservation is not made any more; the reconciler
+// does not rely on that.)
+func TestUndoneOrderIsNeverRepublished(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sku := e.product(5)
+	o := ord(sku, 1, 2)
+	e.reserveAt(o, time.Now().Add(-90*time.Second))
+	if err := e.rdb.Set(ctx, keys.OrderState(sku, o.ID), "U", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	pub := &published{}
+	rec := e.reconciler(reconcile.Options{Grace: time.Minute, Publisher: pub})
+	if rep := rec.SKU(ctx, sku, false); rep.Outcome == admin.SKUFailed {
+		t.Fatal(rep.Error)
+	}
+	if got := pub.ids(); len(got) != 0 {
+		t.Fatalf("published %v, want nothing: the order was answered not taken", got)
+	}
+}
