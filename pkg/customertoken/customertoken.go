@@ -54,6 +54,10 @@ const Leeway = 30 * time.Second
 // gateway hammer the identity provider.
 const unknownKeyRefresh = time.Minute
 
+// unknownKeyWait bounds the fetch of the key set a token naming an
+// unknown key causes.
+const unknownKeyWait = 5 * time.Second
+
 // Options says how to verify tokens: Secret or JWKSURL, not both.
 type Options struct {
 	// Secret is the HS256 key.
@@ -137,9 +141,11 @@ func keySet(opts Options, fetches *fetchState) (keyfunc.Keyfunc, context.CancelF
 		Client:            client,
 		RefreshInterval:   refresh,
 		RefreshUnknownKID: rate.NewLimiter(rate.Every(unknownKeyRefresh), 1),
-		// A token naming an unknown key while the refresh budget is
-		// spent is refused at once rather than held for a minute.
-		RateLimitWaitMax: time.Millisecond,
+		// Bounds both the wait for the refresh budget and the fetch it
+		// allows. A token naming an unknown key while the budget is spent
+		// is refused at once: the limiter does not wait when the next
+		// token comes later than this.
+		RateLimitWaitMax: unknownKeyWait,
 		RefreshErrorHandlerFunc: func(u string) func(context.Context, error) {
 			return func(_ context.Context, err error) {
 				if opts.OnRefreshError != nil {
