@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"surge/pkg/order"
+	"surge/pkg/reqid"
 )
 
 // CustomerVerifier turns a customer's bearer token into their customer
@@ -57,7 +58,8 @@ func (s *Server) customer(w http.ResponseWriter, r *http.Request) (string, bool)
 		s.writeError(w, r, err)
 		return "", false
 	}
-	s.log.Info("customer token refused", "path", r.URL.Path, "err", err)
+	// Debug: anyone can send bad tokens, and each would be a line.
+	s.log.Debug("customer token refused", "path", r.URL.Path, "request_id", reqid.From(r.Context()), "err", err)
 	w.Header().Set("WWW-Authenticate", `Bearer realm="`+customerRealm+`", error="invalid_token", error_description="the token is expired, not yet valid, for another audience, or not signed by the shop"`)
 	s.writeError(w, r, &apiError{http.StatusUnauthorized, codeUnauthenticated,
 		"the bearer token is invalid: expired, not yet valid, for another audience, or not signed by the shop"})
