@@ -163,8 +163,9 @@ func keySet(opts Options, fetches *fetchState) (keyfunc.Keyfunc, context.CancelF
 }
 
 // Verify checks raw (the bearer token, without "Bearer ") and returns the
-// customer it names. Every refusal wraps ErrInvalid; its message says
-// why, for the WWW-Authenticate header and the log.
+// customer it names. A token that could not be checked because the key
+// set cannot be fetched wraps ErrKeysUnavailable; every other refusal
+// wraps ErrInvalid, its message saying why (for the log).
 func (v *Verifier) Verify(ctx context.Context, raw string) (string, error) {
 	var claims jwt.RegisteredClaims
 	if _, err := v.parser.ParseWithClaims(raw, &claims, v.keys(ctx)); err != nil {
