@@ -1,7 +1,10 @@
 // checkout.js: the reference checkout page around surge-order.js. Plain
 // JavaScript, no build step, no dependency. Settings come from the query
 // string (README.md): api, sku, customer, qty, and optionally deadline
-// (seconds of retrying, default 60) and currency (default USD).
+// (seconds of retrying, default 60) and currency (default USD). When the
+// shop vouches for its customers, its page carries the signed-in
+// customer's token in <meta name="surge-customer-token" content="...">:
+// the checkout then buys as that token's customer.
 'use strict';
 
 (function () {
@@ -9,6 +12,24 @@
   const CUSTOMER_KEY = 'surge-checkout.customer';
   const { buy, getJSON, describe, uuid } = window.SurgeOrder;
   const $ = (id) => document.getElementById(id);
+
+  // shopToken is the customer's token the shop's page provides, '' when
+  // it provides none.
+  function shopToken() {
+    const m = document.querySelector('meta[name="surge-customer-token"]');
+    return ((m && m.content) || '').trim();
+  }
+
+  // tokenSubject is the customer a token names (its "sub"), for showing
+  // only: the gateway verifies the token, the page cannot.
+  function tokenSubject(token) {
+    try {
+      const part = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+      return String(JSON.parse(atob(part + '==='.slice((part.length + 3) % 4))).sub || '');
+    } catch (e) {
+      return '';
+    }
+  }
 
   function readSettings() {
     const q = new URLSearchParams(location.search);
@@ -20,8 +41,10 @@
       qty: q.get('qty') || '1',
       deadlineMs: 1000 * (deadline > 0 ? deadline : 60),
       currency: q.get('currency') || 'USD',
+      token: shopToken(),
     };
-    if (!s.customer) { // one random customer per tab, kept across reloads
+    if (s.token) s.customer = tokenSubject(s.token);
+    else if (!s.customer) { // one random customer per tab, kept across reloads
       s.customer = sessionStorage.getItem(CUSTOMER_KEY) || '';
       if (!ID_PATTERN.test(s.customer)) {
         s.customer = 'web-' + uuid().replace(/-/g, '').slice(0, 20);
@@ -31,7 +54,8 @@
     s.problems = [];
     if (!/^https?:\/\/[^/]/.test(s.api)) s.problems.push('"api" must be the gateway\'s base URL, e.g. http://127.0.0.1:8080');
     if (!ID_PATTERN.test(s.sku)) s.problems.push('"sku" must be 1-64 characters of A-Z a-z 0-9 . _ -');
-    if (!ID_PATTERN.test(s.customer)) s.problems.push('"customer" must be 1-64 characters of A-Z a-z 0-9 . _ -');
+    if (s.token && !s.customer) s.problems.push('the shop\'s customer token names no customer (sub)');
+    else if (!ID_PATTERN.test(s.customer)) s.problems.push('"customer" must be 1-64 characters of A-Z a-z 0-9 . _ -');
     return s;
   }
 
@@ -102,6 +126,9 @@
         return [`We could not confirm your order yet (order ${r.orderId}).`,
           'It may still go through: check its status before buying again.'];
       default:
+        if (r.signIn) {
+          return [`Your order could not be completed: ${r.message}.`, 'Nothing was taken. Sign in again, then buy.'];
+        }
         return [`Your order could not be completed: ${r.message}.`, r.notTaken
           ? 'Nothing was taken. Please try again in a moment.'
           : 'It was most likely not placed; check before buying again.'];
@@ -144,7 +171,7 @@
     let r;
     try {
       r = await buy({
-        api: cfg.api, sku: cfg.sku, qty, customer: cfg.customer, deadlineMs: cfg.deadlineMs,
+        api: cfg.api, sku: cfg.sku, qty, customer: cfg.customer, token: cfg.token, deadlineMs: cfg.deadlineMs,
         onProgress: (text, { attempts, orderId }) => {
           setStatus(text);
           $('result').dataset.attempts = String(attempts);

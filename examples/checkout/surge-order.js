@@ -2,8 +2,13 @@
 // asks (docs/API.md, the README's "Integrating a checkout"), with no page in it. checkout.js is the
 // page around it. Plain JavaScript, no dependency: window.SurgeOrder.
 //
-//   const r = await SurgeOrder.buy({ api, sku, qty, customer, deadlineMs, onProgress });
+//   const r = await SurgeOrder.buy({ api, sku, qty, customer, token, deadlineMs, onProgress });
 //   r.outcome: 'invoiced' | 'rejected' | 'sold_out' | 'error' | 'unknown'
+//
+// token is the customer's token from the shop, when the gateway requires
+// one (SURGE_CUSTOMER_JWT_*): it goes as "Authorization: Bearer" on every
+// request, and the body carries no customer_id (the token names the
+// customer). A 401 means the buyer must sign in again; nothing was taken.
 //
 // One fresh Idempotency-Key per purchase; the same key again after 503
 // (unavailable or outcome_unknown), 429 or a network error, once
@@ -59,9 +64,13 @@ window.SurgeOrder = (function () {
     return `${msg} (${res.status}${errorCode(data) ? ' ' + errorCode(data) : ''})`;
   }
 
-  // getJSON GETs url: {res, data}; rejects on a network error.
-  async function getJSON(url) {
-    const res = await timedFetch(url, { cache: 'no-store' });
+  // auth is the Authorization header for token, none without one.
+  const auth = (token) => (token ? { Authorization: `Bearer ${token}` } : {});
+
+  // getJSON GETs url (with the customer's token, when given): {res, data};
+  // rejects on a network error.
+  async function getJSON(url, token) {
+    const res = await timedFetch(url, { cache: 'no-store', headers: auth(token) });
     return { res, data: await readJSON(res) };
   }
 
@@ -77,9 +86,9 @@ window.SurgeOrder = (function () {
   }
 
   // peek reads an order once: its view, or null (not found, not reachable).
-  async function peek(url) {
+  async function peek(url, token) {
     try {
-      const { res, data } = await getJSON(url);
+      const { res, data } = await getJSON(url, token);
       return res.ok ? data : null;
     } catch (e) {
       return null;
@@ -105,14 +114,14 @@ window.SurgeOrder = (function () {
   // buy places one order and follows it to its end. Retries reuse the key,
   // so the gateway names the same order every time and never takes it
   // twice. onProgress(text, {attempts, orderId}) tells what it is doing.
-  async function buy({ api, sku, qty, customer, deadlineMs = 60000, onProgress = () => {} }) {
+  async function buy({ api, sku, qty, customer, token = '', deadlineMs = 60000, onProgress = () => {} }) {
     api = api.replace(/\/+$/, '');
     const orderURL = (res, id) => {
       const loc = res && res.headers.get('Location'); // "/v1/orders/{id}" on 202
       return loc ? new URL(loc, api + '/').href : `${api}/v1/orders/${encodeURIComponent(id)}`;
     };
     const key = uuid();
-    const body = JSON.stringify({ sku, qty, customer_id: customer });
+    const body = JSON.stringify(token ? { sku, qty } : { sku, qty, customer_id: customer });
     const deadline = Date.now() + deadlineMs;
     let maybeTaken = ''; // an order id from outcome_unknown
     let met = ''; // what the latest attempt met: unreachable, busy, limited or unknown
@@ -124,7 +133,7 @@ window.SurgeOrder = (function () {
       try {
         res = await timedFetch(`${api}/v1/orders`, {
           method: 'POST',
-          headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key },
+          headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key, ...auth(token) },
           body,
         });
         data = await readJSON(res);
@@ -133,9 +142,13 @@ window.SurgeOrder = (function () {
       }
       if (res && res.status === 202) {
         const id = (data && data.order_id) || '';
-        return follow(orderURL(res, id), id, attempts, deadlineMs, onProgress);
+        return follow(orderURL(res, id), id, token, attempts, deadlineMs, onProgress);
       }
       const code = errorCode(data);
+      if (res && res.status === 401) {
+        return { outcome: 'error', message: 'your sign-in has expired or is not valid: sign in again',
+          notTaken: true, signIn: true, attempts };
+      }
       if (res && res.status === 409 && code === 'sold_out') return { outcome: 'sold_out', attempts };
       if (res && res.status !== 503 && res.status !== 429) {
         return { outcome: 'error', message: describe(res, data), notTaken: true, attempts };
@@ -143,7 +156,7 @@ window.SurgeOrder = (function () {
       if (res) met = code === 'outcome_unknown' ? 'unknown' : res.status === 429 ? 'limited' : 'busy';
       if (met === 'unknown' && data.order_id) {
         maybeTaken = data.order_id;
-        const v = await peek(orderURL(null, maybeTaken));
+        const v = await peek(orderURL(null, maybeTaken), token);
         if (isFinal(v)) return settled(v, attempts);
       }
       const wait = retryAfterMs(res);
@@ -171,11 +184,11 @@ window.SurgeOrder = (function () {
 
   // follow polls an accepted order until it is invoiced or rejected. It
   // will settle, so polling slows down past the deadline but goes on.
-  async function follow(url, id, attempts, deadlineMs, onProgress) {
+  async function follow(url, id, token, attempts, deadlineMs, onProgress) {
     onProgress('Order accepted: waiting for the invoice…', { attempts, orderId: id });
     const slowAfter = Date.now() + deadlineMs;
     for (;;) {
-      const v = await peek(url);
+      const v = await peek(url, token);
       if (isFinal(v)) return settled(v, attempts);
       await sleep(Date.now() < slowAfter ? POLL_MS : SLOW_POLL_MS);
     }

@@ -130,7 +130,7 @@ func (l ledger) FinalOrder(ctx context.Context, id string) (gateway.OrderView, e
 		return gateway.OrderView{}, err
 	}
 	return gateway.OrderView{OrderID: r.ID, Status: order.Status(r.Status), SKU: r.SKU, Qty: r.Qty,
-		Reason: r.Reason, InvoiceID: r.InvoiceID}, nil
+		Reason: r.Reason, InvoiceID: r.InvoiceID, CustomerID: r.CustomerID}, nil
 }
 
 var (

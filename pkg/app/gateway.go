@@ -30,6 +30,9 @@ type GatewayConfig struct {
 	// Reconcile tunes the admin API's reconcile like the reconciler's
 	// (SURGE_RECONCILE_GRACE, SURGE_RECONCILE_LOOKBACK).
 	config.Reconcile
+	// CustomerAuth requires customers' tokens on the order routes
+	// (SURGE_CUSTOMER_JWT_*, SURGE_CUSTOMER_JWKS_*); off by default.
+	config.CustomerAuth
 	// HTTPAddr is SURGE_HTTP_ADDR, default 127.0.0.1:8080.
 	HTTPAddr string `envconfig:"HTTP_ADDR" default:"127.0.0.1:8080"`
 	// AdminAddr is the admin listener (the admin API, /metrics, the
@@ -96,6 +99,9 @@ func (c *GatewayConfig) Validate() error {
 	if err := c.Common.Validate(); err != nil {
 		return err
 	}
+	if err := c.CustomerAuth.Validate(); err != nil {
+		return err
+	}
 	// The admin API and the console are served on AdminAddr.
 	if err := config.CheckAdminToken(c.AdminAddr, c.AdminToken); err != nil {
 		return fmt.Errorf("SURGE_ADMIN_ADDR=%s: %w", c.AdminAddr, err)
@@ -116,8 +122,9 @@ type Gateway struct {
 	adln  net.Listener
 	Stock *stock.Stock
 
-	products     *productview.Views
-	closeConsole func()
+	products       *productview.Views
+	closeConsole   func()
+	closeCustomers func()
 }
 
 // NewGateway opens the engines, declares the topology and builds the
@@ -128,12 +135,18 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	if err != nil {
 		return nil, fmt.Errorf("SURGE_TRUSTED_PROXIES: %w", err)
 	}
+	customers, closeCustomers, err := customerVerifier(cfg.CustomerAuth, log)
+	if err != nil {
+		return nil, err
+	}
 	eng, err := openEngines(ctx, cfg.Common, "gateway", log, needs{})
 	if err != nil {
+		closeCustomers()
 		return nil, err
 	}
 	tel, err := setupTracing(ctx, cfg.OTLPEndpoint, cfg.Tracing, "surge-gateway", log)
 	if err != nil {
+		closeCustomers()
 		eng.close()
 		return nil, err
 	}
@@ -144,6 +157,7 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	}
 	pub, err := queue.NewPublisher(eng.mq, topo, pubOpts)
 	if err != nil {
+		closeCustomers()
 		eng.close()
 		_ = tel.ShutdownWithin(tracingShutdownTimeout)
 		return nil, fmt.Errorf("publisher: %w", err)
@@ -162,6 +176,7 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 		Status:     tracker,
 		Stock:      stockAdmin{&ops.Stock{DB: eng.db, Redis: st}, prods, hints, log},
 		AdminToken: cfg.AdminToken,
+		Customers:  customers,
 		Log:        log,
 		Ready: []httpapi.Check{
 			{Name: "redis", Ping: eng.redis.Ready},
@@ -171,7 +186,7 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	}
 	api.IPLimit, api.LimitObserver = ipLimit(eng.fast, cfg.RateLimit), metrics.LimitObserver{}
 	api.TrustedProxies = trusted
-	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st, tel: tel}
+	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st, tel: tel, closeCustomers: closeCustomers}
 	api.RatePolicies = ratePolicies(cfg.RateLimit)
 	api.OpenAPI = apidoc.OpenAPI
 	public, admin := instrumented(api, cfg.CORSOrigins, tel)
@@ -274,6 +289,7 @@ func ignoreClosed(err error) error {
 
 func (g *Gateway) close() {
 	g.closeConsole()
+	g.closeCustomers()
 	_ = g.pub.Close()
 	g.products.Close()
 	g.eng.close()

@@ -17,6 +17,9 @@ type OrderView struct {
 	Qty       int          `json:"qty"`
 	Reason    string       `json:"reason,omitempty"`
 	InvoiceID int64        `json:"invoice_id,omitempty"`
+	// CustomerID is the order's customer, never answered: with customer
+	// tokens on, the order is shown to that customer only.
+	CustomerID string `json:"-"`
 }
 
 // Ledger finds orders that reached MySQL (invoiced or rejected).
@@ -65,7 +68,7 @@ func (t *Tracker) Status(ctx context.Context, id string) (OrderView, error) {
 	if !inFlight(st) {
 		return OrderView{}, fmt.Errorf("order %q: %w", id, order.ErrNotFound)
 	}
-	return OrderView{OrderID: id, Status: order.StatusAccepted, SKU: o.SKU, Qty: o.Qty}, nil
+	return OrderView{OrderID: id, Status: order.StatusAccepted, SKU: o.SKU, Qty: o.Qty, CustomerID: o.CustomerID}, nil
 }
 
 // inFlight tells whether an order state (keys.OrderState) belongs to an

@@ -27,9 +27,10 @@ func RequestIDs(next http.Handler) http.Handler {
 }
 
 // CORS lets browser checkouts on the given origins (exact matches) call
-// the public API: GET and POST with Content-Type, Idempotency-Key and
-// X-Request-Id, reading Location, Retry-After, the rate-limit headers and
-// the request id. Any other origin gets no CORS header, so its browser
+// the public API: GET and POST with Content-Type, Idempotency-Key,
+// X-Request-Id and Authorization (the customer's token, when the shop
+// vouches for its customers), reading Location, Retry-After, the
+// rate-limit headers, WWW-Authenticate and the request id. Any other origin gets no CORS header, so its browser
 // refuses the answer. No origin: h unchanged.
 func CORS(origins []string, h http.Handler) http.Handler {
 	if len(origins) == 0 {
@@ -38,8 +39,8 @@ func CORS(origins []string, h http.Handler) http.Handler {
 	return cors.New(cors.Options{
 		AllowedOrigins: origins,
 		AllowedMethods: []string{http.MethodGet, http.MethodPost},
-		AllowedHeaders: []string{"Content-Type", "Idempotency-Key", HeaderRequestID},
-		ExposedHeaders: []string{"Location", "Retry-After", "RateLimit", "RateLimit-Policy", HeaderRequestID},
+		AllowedHeaders: []string{"Content-Type", "Idempotency-Key", HeaderRequestID, "Authorization"},
+		ExposedHeaders: []string{"Location", "Retry-After", "RateLimit", "RateLimit-Policy", "WWW-Authenticate", HeaderRequestID},
 		MaxAge:         int((10 * time.Minute).Seconds()),
 	}).Handler(h)
 }

@@ -72,6 +72,9 @@ type Server struct {
 	RatePolicies map[string]RatePolicy
 	// OpenAPI, when set, is served at GET /openapi.yaml.
 	OpenAPI []byte
+	// Customers, when set, requires a customer's bearer token on the
+	// order routes (customers.go); nil: customer_id is the body's.
+	Customers CustomerVerifier
 
 	log   *slog.Logger
 	mux   *http.ServeMux
@@ -160,8 +163,16 @@ func (req orderRequest) order() (order.Order, error) {
 // the body is read: a refused retry of an order that may be taken must be
 // answered as unknown, not as not taken.
 func (s *Server) postOrder(w http.ResponseWriter, r *http.Request) {
+	customer, ok := s.customer(w, r)
+	if !ok {
+		return
+	}
 	var req orderRequest
 	if err := decode(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := ownCustomer(&req, customer); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -184,8 +195,23 @@ func (s *Server) postOrder(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, acc)
 }
 
+// getOrder shows an order; with customer tokens on, only to its
+// customer: another's is answered 404 like an unknown id, so that ids
+// cannot be probed.
 func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) {
-	v, err := s.Status.Status(r.Context(), r.PathValue("id"))
+	customer, ok := s.customer(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("id")
+	if !ownsOrder(id, customer) {
+		s.writeError(w, r, fmt.Errorf("order %q: %w", id, order.ErrNotFound))
+		return
+	}
+	v, err := s.Status.Status(r.Context(), id)
+	if err == nil && customer != "" && v.CustomerID != customer {
+		err = fmt.Errorf("order %q: %w", id, order.ErrNotFound)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

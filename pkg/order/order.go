@@ -85,6 +85,13 @@ func ValidateSKU(sku string) error {
 	return validateToken("sku", sku, MaxSKULen)
 }
 
+// ValidateCustomerID checks a customer id: 1-64 characters of
+// [A-Za-z0-9._-]. A verified customer token's subject must pass it too,
+// since it becomes the order's customer_id.
+func ValidateCustomerID(id string) error {
+	return validateToken("customer_id", id, MaxCustomerLen)
+}
+
 // ValidateIdempotencyKey checks an Idempotency-Key header: 1-128 printable
 // ASCII characters.
 func ValidateIdempotencyKey(key string) error {
