@@ -23,8 +23,8 @@ type fakeClaims struct {
 	// Existing fail too (Redis unreachable).
 	refuse error
 	down   bool
-	// during, when set, runs inside the next claim, after the record was
-	// read (a slow Redis).
+	// during, when set, runs inside the next claim, refused or not, before
+	// the record is read (a slow Redis).
 	during func()
 }
 
@@ -42,6 +42,13 @@ func (c *fakeClaims) Claim(_ context.Context, o order.Order, key string, soldOut
 	defer c.mu.Unlock()
 	c.seq++
 	cl := order.Claim{OrderID: order.IDFor(o.CustomerID, key, 0), Nonce: fmt.Sprint("n", c.seq)}
+	if c.during != nil {
+		during := c.during
+		c.during = nil
+		c.mu.Unlock()
+		during()
+		c.mu.Lock()
+	}
 	old, ok := c.records[cl.OrderID]
 	if c.limited[o.CustomerID] {
 		if ok && old.body == o.Fingerprint() && !old.soldOut {
@@ -51,13 +58,6 @@ func (c *fakeClaims) Claim(_ context.Context, o order.Order, key string, soldOut
 	}
 	if c.refuse != nil {
 		return order.Claim{}, c.refuse
-	}
-	if c.during != nil {
-		during := c.during
-		c.during = nil
-		c.mu.Unlock()
-		during()
-		c.mu.Lock()
 	}
 	switch {
 	case !ok:

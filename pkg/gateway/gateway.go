@@ -127,11 +127,10 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	s.end(cctx, StepClaim, o, Result{Err: err, Claim: c})
 	o.ID = c.OrderID
 	if err != nil {
-		s.SoldOut.Abandon(o.SKU, hint)
 		return Accepted{}, s.claimFailed(ctx, o, idemKey, err)
 	}
 	if hint.SoldOut && c.Created {
-		if err := s.answerSoldOut(ctx, o, c, hint); err != nil {
+		if hint, err = s.answerSoldOut(ctx, o, c, hint); err != nil {
 			return Accepted{}, err
 		}
 	}
@@ -203,23 +202,27 @@ func (s *Service) observeAfterFailedPublish(o order.Order, answer error, start t
 // once, rather than an error formatted per request.
 var errSoldOutHinted = fmt.Errorf("no unit left moments ago (sold-out hint): %w", order.ErrSoldOut)
 
-// answerSoldOut answers an order claimed as sold out from the hint, when
-// the sighting is still within its window; nil means the claim outlived
-// it (a slow Redis), so the order goes to the reserve script after all,
-// its record's mark dropped first.
-func (s *Service) answerSoldOut(ctx context.Context, o order.Order, c order.Claim, hint Hint) error {
-	if s.SoldOut.Fresh(hint, s.Now()) {
+// answerSoldOut answers an order whose admitted claim was recorded as
+// sold out from the hint, when the hint still answers (SoldOutHints.Answer);
+// otherwise the order goes to the reserve script after all, as the probe
+// or because the sighting outlived its window (a slow Redis), its
+// record's mark dropped first. The probe is taken only here, after the
+// customer's budget admitted the request: a refused request never holds it.
+func (s *Service) answerSoldOut(ctx context.Context, o order.Order, c order.Claim, hint Hint) (Hint, error) {
+	d := s.SoldOut.Answer(o.SKU, hint, s.Now())
+	if d.SoldOut {
 		// Recorded as answered sold out: a retry gets this answer again.
 		s.answered(ctx, o, AnswerSoldOutCached)
-		return errSoldOutHinted
+		return d, errSoldOutHinted
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.CleanupTimeout)
 	defer cancel()
 	if ok, err := s.Idem.Unmark(cctx, c); !ok || err != nil {
 		// Nothing is reserved, and the record still says sold out.
-		return fmt.Errorf("order=%s: the sold-out sighting expired and its mark stayed (%v): %w", o.ID, err, order.ErrUnavailable)
+		s.SoldOut.Abandon(o.SKU, d)
+		return d, fmt.Errorf("order=%s: the order was to reserve and its sold-out mark stayed (%v): %w", o.ID, err, order.ErrUnavailable)
 	}
-	return nil
+	return d, nil
 }
 
 // claimFailed maps a failed claim to the client's answer. A refusal (rate

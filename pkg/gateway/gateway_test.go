@@ -177,6 +177,39 @@ func TestRefusedClientDoesNotPinTheSoldOutHint(t *testing.T) {
 	t.Fatalf("the returned units were never sold while a refused client kept probing")
 }
 
+// TestRefusedClaimHoldsNoProbe: past the hint's TTL, a refused client's
+// claim is on its way (a hammering client always has one) when a buyer
+// asks for units that came back. The refused request must not hold the
+// probe: the buyer reserves and gets a unit, rather than a 409 from the
+// old sighting.
+func TestRefusedClaimHoldsNoProbe(t *testing.T) {
+	st, claims := newFakeStock(1), newFakeClaims()
+	claims.limited["hammer"] = true
+	s := newService(st, claims, &fakeQueue{})
+	const ttl = 100 * time.Millisecond
+	s.SoldOut = &SoldOutHints{TTL: ttl}
+	t0 := time.Unix(1_700_000_000, 0)
+	now := t0
+	s.Now = func() time.Time { return now }
+	ctx := context.Background()
+	if _, err := s.Accept(ctx, buy("first", 1), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Accept(ctx, buy("late", 1), "b"); !errors.Is(err, order.ErrSoldOut) {
+		t.Fatalf("after the last unit: %v, want sold out", err)
+	}
+	st.restock(3) // units come back through another gateway
+	now = t0.Add(ttl + 10*time.Millisecond)
+	var buyer error
+	claims.during = func() { _, buyer = s.Accept(ctx, buy("buyer", 1), "k") }
+	if _, err := s.Accept(ctx, buy("hammer", 1), "h"); !errors.Is(err, order.ErrRateLimited) {
+		t.Fatalf("hammer: %v, want rate limited", err)
+	}
+	if buyer != nil {
+		t.Fatalf("buyer while a refused claim was on its way: %v, want 202 (units were back)", buyer)
+	}
+}
+
 // TestClaimFailedOnARetry: when Redis refuses the claim (memory full) or
 // cannot be reached, a new key is not taken, but a key that already names
 // an order (a retry after a lost answer) cannot be called not taken: the
