@@ -15,6 +15,12 @@
 #   kill-rabbit HOST         SIGKILL the host's RabbitMQ node; start-rabbit HOST restarts it
 #   rabbit-leader QUEUE      the host whose node leads the quorum queue QUEUE
 #   rabbit-unacked HOST      deliveries the broker has handed to HOST's channels, not yet acked
+#   rabbit-consumers HOST    consumers the broker holds for HOST's channels, on every queue
+#   rabbit-running           the hosts whose RabbitMQ node the cluster lists running, asked of
+#                            the first node that answers
+#   lb-status HOST           HAProxy's state (UP, DOWN, ...) of the gateway HOST in the backend
+#                            the orders go to while a gateway is ready
+#   addr HOST                the host's address
 #   wait-healthy             wait until every host answers: Redis Cluster ok on each master with
 #                            three replicas linked (and each host's :7000 its master again),
 #                            three RabbitMQ nodes, both gateways UP in HAProxy
@@ -523,6 +529,38 @@ cmd_rabbit_unacked() {
 	die "no RabbitMQ node answered"
 }
 
+cmd_rabbit_consumers() {
+	local h
+	for h in $DATA_HOSTS; do
+		# A consumer names its channel by pid; the channel's name starts with its client's address.
+		local channels consumers
+		channels=$(rabbitmqctl_on "$h" -q list_channels --no-table-headers pid name 2>/dev/null) || continue
+		consumers=$(rabbitmqctl_on "$h" -q list_consumers --no-table-headers channel_pid 2>/dev/null) || continue
+		awk -v ip="${ADDR[$1]}" 'NR == FNR {if (index($2, ip ":") == 1) mine[$1] = 1; next}
+			$1 in mine {n++} END {print n + 0}' <(echo "$channels") <(echo "$consumers")
+		return
+	done
+	die "no RabbitMQ node answered"
+}
+
+cmd_rabbit_running() {
+	local h running
+	for h in $DATA_HOSTS; do
+		running=$(rabbitmqctl_on "$h" -q eval 'rabbit_nodes:all_running().' 2>/dev/null) || continue
+		for r in $DATA_HOSTS; do
+			[[ $running == *"$(rabbit_node "$r")"* ]] && echo "$r"
+		done
+		return 0
+	done
+	die "no RabbitMQ node answered"
+}
+
+cmd_lb_status() {
+	curl -fsS -m 2 "http://${ADDR[lb]}:8404/stats;csv" | awk -F, -v s="$1" '$1 == "gateways" && $2 == s {print $18}'
+}
+
+cmd_addr() { echo "${ADDR[$1]}"; }
+
 cluster_ok_everywhere() {
 	local h
 	for h in $DATA_HOSTS; do
@@ -635,11 +673,12 @@ up) cmd_up ;;
 down) cmd_down ;;
 status) cmd_status ;;
 env) cmd_env ;;
-cut | heal | lose | revive | kill-rabbit | start-rabbit | rabbit-unacked)
+cut | heal | lose | revive | kill-rabbit | start-rabbit | rabbit-unacked | rabbit-consumers | lb-status | addr)
 	host_arg "${2:-}"
 	"cmd_${1//-/_}" "$2"
 	;;
 rabbit-leader) cmd_rabbit_leader "${2:?queue}" ;;
+rabbit-running) cmd_rabbit_running ;;
 wait-healthy) cmd_wait_healthy ;;
 exec)
 	host_arg "${2:-}"
@@ -647,7 +686,7 @@ exec)
 	cmd_exec "$@"
 	;;
 *)
-	echo "usage: $0 up|down|status|env|cut|heal|lose|revive|kill-rabbit|start-rabbit HOST|rabbit-leader QUEUE" >&2
+	echo "usage: $0 up|down|status|env|wait-healthy|rabbit-running|cut|heal|lose|revive|kill-rabbit|start-rabbit|rabbit-unacked|rabbit-consumers|lb-status|addr HOST|rabbit-leader QUEUE|exec HOST CMD..." >&2
 	exit 2
 	;;
 esac
