@@ -18,8 +18,8 @@
 #   rabbit-consumers HOST    consumers the broker holds for HOST's channels, on every queue
 #   rabbit-running           the hosts whose RabbitMQ node the cluster lists running, asked of
 #                            the first node that answers
-#   lb-status HOST           HAProxy's state (UP, DOWN, ...) of the gateway HOST in the backend
-#                            the orders go to while a gateway is ready
+#   lb-status HOST           HAProxy's state of the gateway HOST in the backend the orders go to
+#                            while a gateway is ready, and its last check's status (DOWN L4TOUT)
 #   addr HOST                the host's address
 #   wait-healthy             wait until every host answers: Redis Cluster ok on each master with
 #                            three replicas linked (and each host's :7000 its master again),
@@ -556,7 +556,7 @@ cmd_rabbit_running() {
 }
 
 cmd_lb_status() {
-	curl -fsS -m 2 "http://${ADDR[lb]}:8404/stats;csv" | awk -F, -v s="$1" '$1 == "gateways" && $2 == s {print $18}'
+	curl -fsS -m 2 "http://${ADDR[lb]}:8404/stats;csv" | awk -F, -v s="$1" '$1 == "gateways" && $2 == s {print $18, $37}'
 }
 
 cmd_addr() { echo "${ADDR[$1]}"; }
