@@ -13,11 +13,12 @@
 #   lose HOST                the host is gone: link down, then every process of it killed
 #   revive HOST              link up, and a lost gateway or worker host's service started again
 #   kill-rabbit HOST         SIGKILL the host's RabbitMQ node; start-rabbit HOST restarts it
-#   rabbit-leader QUEUE      the host whose node leads the quorum queue QUEUE
+#   rabbit-leader QUEUE [ASK] the host whose node leads the quorum queue QUEUE, asked of ASK's
+#                            node (a host), or of the first node that answers
 #   rabbit-unacked HOST      deliveries the broker has handed to HOST's channels, not yet acked
 #   rabbit-consumers HOST    consumers the broker holds for HOST's channels, on every queue
-#   rabbit-running           the hosts whose RabbitMQ node the cluster lists running, asked of
-#                            the first node that answers
+#   rabbit-running [ASK]     the hosts whose RabbitMQ node the cluster lists running, asked of
+#                            ASK's node, or of the first node that answers
 #   lb-status HOST           HAProxy's state of the gateway HOST in the backend the orders go to
 #                            while a gateway is ready, and its last check's status (DOWN L4TOUT)
 #   addr HOST                the host's address
@@ -510,7 +511,7 @@ cmd_start_rabbit() {
 
 cmd_rabbit_leader() {
 	local h leader
-	for h in $DATA_HOSTS; do
+	for h in ${2:-$DATA_HOSTS}; do
 		leader=$(rabbitmqctl_on "$h" -q list_queues --no-table-headers name leader 2>/dev/null |
 			awk -v q="$1" '$1 == q {print $2}') && [[ -n $leader ]] && break
 	done
@@ -545,7 +546,7 @@ cmd_rabbit_consumers() {
 
 cmd_rabbit_running() {
 	local h running
-	for h in $DATA_HOSTS; do
+	for h in ${1:-$DATA_HOSTS}; do
 		running=$(rabbitmqctl_on "$h" -q eval 'rabbit_nodes:all_running().' 2>/dev/null) || continue
 		for r in $DATA_HOSTS; do
 			[[ $running == *"$(rabbit_node "$r")"* ]] && echo "$r"
@@ -677,8 +678,8 @@ cut | heal | lose | revive | kill-rabbit | start-rabbit | rabbit-unacked | rabbi
 	host_arg "${2:-}"
 	"cmd_${1//-/_}" "$2"
 	;;
-rabbit-leader) cmd_rabbit_leader "${2:?queue}" ;;
-rabbit-running) cmd_rabbit_running ;;
+rabbit-leader) cmd_rabbit_leader "${2:?queue}" "${3:-}" ;;
+rabbit-running) cmd_rabbit_running "${2:-}" ;;
 wait-healthy) cmd_wait_healthy ;;
 exec)
 	host_arg "${2:-}"
@@ -686,7 +687,7 @@ exec)
 	cmd_exec "$@"
 	;;
 *)
-	echo "usage: $0 up|down|status|env|wait-healthy|rabbit-running|cut|heal|lose|revive|kill-rabbit|start-rabbit|rabbit-unacked|rabbit-consumers|lb-status|addr HOST|rabbit-leader QUEUE|exec HOST CMD..." >&2
+	echo "usage: $0 up|down|status|env|wait-healthy|rabbit-running|cut|heal|lose|revive|kill-rabbit|start-rabbit|rabbit-unacked|rabbit-consumers|lb-status|addr HOST|rabbit-leader QUEUE [ASK]|exec HOST CMD..." >&2
 	exit 2
 	;;
 esac
