@@ -15,6 +15,10 @@
 #
 #   deploy/repro/redis-drop.sh            exit 0: the promise held; 1: it was broken (listed)
 #
+# A broken promise needs a reserve call caught by a drop at the wrong moment: with the defaults
+# about one run in two shows it on a 2-core machine; more drops in SURGE_REPRO_DROPS (the list is
+# run in order, 3 s apart) give it more chances.
+#
 # Environment: SURGE_REPRO_PORT_BASE (7400), SURGE_REPRO_DIR (state, a fresh mktemp dir, kept
 # on failure for its logs), SURGE_REPRO_DROPS (seconds, "3.4 4.0 4.6"), SURGE_REPRO_BUYERS (40).
 set -euo pipefail
