@@ -13,8 +13,15 @@
 #   lose HOST                the host is gone: link down, then every process of it killed
 #   revive HOST              link up, and a lost gateway or worker host's service started again
 #   kill-rabbit HOST         SIGKILL the host's RabbitMQ node; start-rabbit HOST restarts it
-#   rabbit-leader QUEUE      the host whose node leads the quorum queue QUEUE
+#   rabbit-leader QUEUE [ASK] the host whose node leads the quorum queue QUEUE, asked of ASK's
+#                            node (a host), or of the first node that answers
 #   rabbit-unacked HOST      deliveries the broker has handed to HOST's channels, not yet acked
+#   rabbit-consumers HOST    consumers the broker holds for HOST's channels, on every queue
+#   rabbit-running [ASK]     the hosts whose RabbitMQ node the cluster lists running, asked of
+#                            ASK's node, or of the first node that answers
+#   lb-status HOST           HAProxy's state of the gateway HOST in the backend the orders go to
+#                            while a gateway is ready, and its last check's status (DOWN L4TOUT)
+#   addr HOST                the host's address
 #   wait-healthy             wait until every host answers: Redis Cluster ok on each master with
 #                            three replicas linked (and each host's :7000 its master again),
 #                            three RabbitMQ nodes, both gateways UP in HAProxy
@@ -504,7 +511,7 @@ cmd_start_rabbit() {
 
 cmd_rabbit_leader() {
 	local h leader
-	for h in $DATA_HOSTS; do
+	for h in ${2:-$DATA_HOSTS}; do
 		leader=$(rabbitmqctl_on "$h" -q list_queues --no-table-headers name leader 2>/dev/null |
 			awk -v q="$1" '$1 == q {print $2}') && [[ -n $leader ]] && break
 	done
@@ -522,6 +529,38 @@ cmd_rabbit_unacked() {
 	done
 	die "no RabbitMQ node answered"
 }
+
+cmd_rabbit_consumers() {
+	local h
+	for h in $DATA_HOSTS; do
+		# A consumer names its channel by pid; the channel's name starts with its client's address.
+		local channels consumers
+		channels=$(rabbitmqctl_on "$h" -q list_channels --no-table-headers pid name 2>/dev/null) || continue
+		consumers=$(rabbitmqctl_on "$h" -q list_consumers --no-table-headers channel_pid 2>/dev/null) || continue
+		awk -v ip="${ADDR[$1]}" 'NR == FNR {if (index($2, ip ":") == 1) mine[$1] = 1; next}
+			$1 in mine {n++} END {print n + 0}' <(echo "$channels") <(echo "$consumers")
+		return
+	done
+	die "no RabbitMQ node answered"
+}
+
+cmd_rabbit_running() {
+	local h running
+	for h in ${1:-$DATA_HOSTS}; do
+		running=$(rabbitmqctl_on "$h" -q eval 'rabbit_nodes:all_running().' 2>/dev/null) || continue
+		for r in $DATA_HOSTS; do
+			[[ $running == *"$(rabbit_node "$r")"* ]] && echo "$r"
+		done
+		return 0
+	done
+	die "no RabbitMQ node answered"
+}
+
+cmd_lb_status() {
+	curl -fsS -m 2 "http://${ADDR[lb]}:8404/stats;csv" | awk -F, -v s="$1" '$1 == "gateways" && $2 == s {print $18, $37}'
+}
+
+cmd_addr() { echo "${ADDR[$1]}"; }
 
 cluster_ok_everywhere() {
 	local h
@@ -635,11 +674,12 @@ up) cmd_up ;;
 down) cmd_down ;;
 status) cmd_status ;;
 env) cmd_env ;;
-cut | heal | lose | revive | kill-rabbit | start-rabbit | rabbit-unacked)
+cut | heal | lose | revive | kill-rabbit | start-rabbit | rabbit-unacked | rabbit-consumers | lb-status | addr)
 	host_arg "${2:-}"
 	"cmd_${1//-/_}" "$2"
 	;;
-rabbit-leader) cmd_rabbit_leader "${2:?queue}" ;;
+rabbit-leader) cmd_rabbit_leader "${2:?queue}" "${3:-}" ;;
+rabbit-running) cmd_rabbit_running "${2:-}" ;;
 wait-healthy) cmd_wait_healthy ;;
 exec)
 	host_arg "${2:-}"
@@ -647,7 +687,7 @@ exec)
 	cmd_exec "$@"
 	;;
 *)
-	echo "usage: $0 up|down|status|env|cut|heal|lose|revive|kill-rabbit|start-rabbit HOST|rabbit-leader QUEUE" >&2
+	echo "usage: $0 up|down|status|env|wait-healthy|rabbit-running|cut|heal|lose|revive|kill-rabbit|start-rabbit|rabbit-unacked|rabbit-consumers|lb-status|addr HOST|rabbit-leader QUEUE [ASK]|exec HOST CMD..." >&2
 	exit 2
 	;;
 esac

@@ -11,6 +11,7 @@ import (
 	"surge/internal/apptest"
 	"surge/internal/testenv"
 	"surge/internal/testkit"
+	"surge/pkg/keys"
 )
 
 // gatewayWithStallableBroker runs a gateway whose RabbitMQ connection goes
@@ -44,6 +45,7 @@ func TestStalledConfirmIsAnUnknownOutcome(t *testing.T) {
 	if warm := post(t, newClient(t), p.URL, "stall-0", orderBody(sku, 1, sku+"-w")); warm.Status != http.StatusAccepted {
 		t.Fatalf("first order: %d %+v", warm.Status, warm.Error)
 	}
+	unknownBefore := max(0, series(scrape(t, p.Admin), "surge_orders_outcome_unknown_total"))
 	proxy.Stall()
 	slow := post(t, newClient(t), p.URL, "stall-1", orderBody(sku, 2, sku+"-a"))
 	impatient := &http.Client{Timeout: 200 * time.Millisecond, Transport: apitest.Transport(t, nil)}
@@ -53,7 +55,11 @@ func TestStalledConfirmIsAnUnknownOutcome(t *testing.T) {
 		resp.Body.Close()
 		t.Fatalf("impatient client got %d before its timeout, want no answer", resp.StatusCode)
 	}
-	time.Sleep(time.Second) // the gateway gives up on the second confirm too
+	// The gateway gives up on the second confirm too, after the client
+	// went: both orders are then counted as answered outcome_unknown.
+	testkit.WaitFor(t, "the gateway to answer both stalled orders outcome_unknown", 20*time.Second, func() (bool, error) {
+		return series(scrape(t, p.Admin), "surge_orders_outcome_unknown_total") >= unknownBefore+2, nil
+	})
 	if slow.Status != http.StatusServiceUnavailable || slow.Error.Code != "outcome_unknown" || slow.OrderID == "" {
 		t.Fatalf("stalled confirm: %d %+v order %q, want 503 outcome_unknown with the order id",
 			slow.Status, slow.Error, slow.OrderID)
@@ -103,7 +109,11 @@ func TestKeyReusedAfterItsWindow(t *testing.T) {
 		n, err := p.DB.InvoiceCount(context.Background(), mug)
 		return n == 1, err
 	})
-	time.Sleep(c.IdempotencyTTL + 500*time.Millisecond) // the key's record expires
+	rdb := testenv.Redis(t)
+	testkit.WaitFor(t, "the key's record to expire", c.IdempotencyTTL+10*time.Second, func() (bool, error) {
+		n, err := rdb.Exists(context.Background(), keys.Idem(first.OrderID)).Result()
+		return err == nil && n == 0, err
+	})
 	reused := post(t, newClient(t), p.URL, "cart-7", orderBody(tee, 2, buyer))
 	if reused.Status != http.StatusAccepted || reused.OrderID == first.OrderID {
 		t.Fatalf("key reused after its window: %d %+v order %s, want 202 for a new order (not %s)",

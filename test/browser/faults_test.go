@@ -33,7 +33,8 @@ func TestCheckoutRetriesThroughBrokerOutage(t *testing.T) {
 		t.Errorf("status while the broker is cut: %q, want it to say retrying", s)
 	}
 	tb.screenshot(t, "broker-outage-retrying")
-	time.Sleep(time.Until(clicked.Add(2 * time.Second)))
+	// The broker comes back once the page has retried into the outage.
+	waitPosts(t, tb, http.StatusServiceUnavailable, 2)
 	proxy.Restore()
 	restored := time.Now()
 
@@ -77,12 +78,13 @@ func TestCheckoutOutcomeUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPost(t, tb, http.StatusServiceUnavailable)
-	time.Sleep(100 * time.Millisecond) // the page looks the order up, then waits
-	if s := tb.text("status"); !strings.Contains(s, "retrying") {
+	// The page looks the order up, then waits.
+	if s, ok := waitText(tb, "status", "retrying", 10*time.Second); !ok {
 		t.Errorf("status after outcome_unknown: %q, want it to say retrying", s)
 	}
 	tb.screenshot(t, "outcome-unknown-retrying")
-	time.Sleep(time.Until(clicked.Add(3 * time.Second)))
+	// Confirms flow again once the page has retried into the stall.
+	waitPosts(t, tb, http.StatusServiceUnavailable, 2)
 	proxy.Resume()
 	p.StartWorker()
 
@@ -122,15 +124,42 @@ func warmUp(t *testing.T, p *pipeline, sku, customer string) {
 // waitPost waits until the page got an answer with status to an order.
 func waitPost(t *testing.T, tb *tab, status int64) {
 	t.Helper()
+	waitPosts(t, tb, status, 1)
+}
+
+// waitPosts waits until the page got n answers with status to its order
+// requests.
+func waitPosts(t *testing.T, tb *tab, status int64, n int) {
+	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
+		got := 0
 		for _, q := range tb.orderPosts() {
 			if q.Status == status {
-				return
+				got++
 			}
 		}
+		if got >= n {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: no %d answer: %+v", tb.name, status, tb.orderPosts())
+			t.Fatalf("%s: %d answers %d, want %d: %+v", tb.name, got, status, n, tb.orderPosts())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitText waits until the text of the element with id contains want,
+// at most within, and returns the text last read.
+func waitText(tb *tab, id, want string, within time.Duration) (string, bool) {
+	deadline := time.Now().Add(within)
+	for {
+		s := tb.text(id)
+		if strings.Contains(s, want) {
+			return s, true
+		}
+		if time.Now().After(deadline) {
+			return s, false
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

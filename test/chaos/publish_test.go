@@ -16,9 +16,11 @@ import (
 	"surge/internal/testkit"
 	"surge/pkg/idem"
 	"surge/pkg/keys"
+	"surge/pkg/metrics"
 	"surge/pkg/order"
 	"surge/pkg/reconcile"
 	"surge/pkg/stock"
+	"surge/pkg/worker"
 )
 
 // TestReservationWithoutPublishIsPublished: a gateway that died between
@@ -77,17 +79,43 @@ func TestReservationWithoutPublishIsPublished(t *testing.T) {
 	}
 
 	// The checkout retries the dead order with the same key.
+	duplicates := workerOutcomes(t, worker.OutcomeDuplicate)
 	id := p.post(t, customer, key, `{"sku":"`+sku+`","qty":2,"customer_id":"`+customer+`"}`)
 	if id != dead.ID {
 		t.Fatalf("retry accepted as %s, want %s", id, dead.ID)
 	}
-	time.Sleep(time.Second) // the worker sees the retry's message as a duplicate
+	testkit.WaitFor(t, "the worker to see the retry's message as a duplicate", 30*time.Second, func() (bool, error) {
+		return workerOutcomes(t, worker.OutcomeDuplicate) > duplicates, nil
+	})
 	if c, err := testkit.OrderStatuses(context.Background(), p.db, []string{id}); err != nil || c["invoiced"] != 1 {
 		t.Fatalf("after the retry: %v %v, want the order invoiced once", c, err)
 	}
 	if v, _ = p.stock.View(ctx, sku); !v.Consistent() || v.Sold != 2 || v.Sold != p.mysqlSold(sku) {
 		t.Errorf("after the retry: %+v, mysql sold %d; want sold 2 in both", v, p.mysqlSold(sku))
 	}
+}
+
+// workerOutcomes is the count of deliveries the workers of this process
+// handled with outcome (surge_worker_orders_total).
+func workerOutcomes(t *testing.T, outcome string) float64 {
+	t.Helper()
+	fams, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != "surge_worker_orders_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" && l.GetValue() == outcome {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // age moves a reservation's time back by d, as if it was made d ago.

@@ -100,6 +100,16 @@ func (f *fleet) sh(t *testing.T, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// try runs deploy/fleet.sh with args and returns its output and error:
+// for the polls of a fault's effects, which run beside the sale, off the
+// test's goroutine, and must not end the test.
+func (f *fleet) try(args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(f.root, "deploy", "fleet.sh"), args...)
+	cmd.Dir = f.root
+	out, err := cmd.Output()
+	return strings.TrimSpace(string(out)), err
+}
+
 // healthy waits until the fleet is whole again (each test leaves it so).
 func (f *fleet) healthy(t *testing.T) {
 	t.Helper()
@@ -427,6 +437,30 @@ func (f *fleet) check(t *testing.T, s *sale, drainFor time.Duration) {
 	if len(ids) == 0 || counts["invoiced"] == 0 {
 		t.Errorf("the sale sold nothing")
 	}
+}
+
+// within polls cond until it holds or timeout passes, and returns how
+// long it took, or -1 when it never held: the scenarios use it to see
+// their fault take effect.
+func within(timeout time.Duration, cond func() bool) time.Duration {
+	start := time.Now()
+	for {
+		if cond() {
+			return time.Since(start)
+		}
+		if time.Since(start) > timeout {
+			return -1
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// seen formats what within returned.
+func seen(d time.Duration) string {
+	if d < 0 {
+		return "never"
+	}
+	return fmt.Sprintf("after %.1fs", d.Seconds())
 }
 
 // after runs fn d after start (the sale's start), returning at once when
