@@ -10,7 +10,9 @@
 #                                                     (docker-compose.yml's broker loads them at boot)
 #
 # Services and their users (the same name on every engine): gateway -> surge-gateway,
-# worker -> surge-worker, reconciler -> surge-reconciler, ops -> surge-ops.
+# worker -> surge-worker, reconciler -> surge-reconciler, ops -> surge-ops (operators and the
+# migrations: it owns the schema), exporter -> surge-exporter (opsctl exporter and the
+# console's node health: reads node state, touches no key, no queue, no table).
 #   Redis     ACL users from deploy/redis-users.acl: set live on every node (ACL SETUSER) and
 #             written with the passwords' SHA-256 to $SURGE_REDIS_ACL_FILE, which
 #             deploy/redis-cluster.sh loads on a node's next start. The default user stays the
@@ -23,6 +25,7 @@
 # Environment (local defaults; set your own passwords anywhere else):
 #   SURGE_GATEWAY_PASSWORD     surge-gateway-local      SURGE_WORKER_PASSWORD  surge-worker-local
 #   SURGE_RECONCILER_PASSWORD  surge-reconciler-local   SURGE_OPS_PASSWORD     surge-ops-local
+#   SURGE_EXPORTER_PASSWORD    surge-exporter-local
 #   (letters, digits, '.', '_' and '-' only: they go into URLs and DSNs unescaped)
 #   Each password variable may instead name a file: SURGE_GATEWAY_PASSWORD_FILE, ...,
 #   SURGE_REDIS_PASSWORD_FILE, SURGE_MYSQL_ROOT_PASSWORD_FILE (compose secrets).
@@ -39,7 +42,7 @@
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-SERVICES=(gateway worker reconciler ops)
+SERVICES=(gateway worker reconciler ops exporter)
 RULES_FILE="$REPO_ROOT/deploy/redis-users.acl"
 GRANTS_FILE="$REPO_ROOT/deploy/mysql-grants.sql"
 ACL_FILE="${SURGE_REDIS_ACL_FILE:-$REPO_ROOT/deploy/redis-acl.conf}"
@@ -53,7 +56,7 @@ from_file() {
 	export "${1?}"
 }
 for _var in SURGE_REDIS_PASSWORD SURGE_MYSQL_ROOT_PASSWORD SURGE_GATEWAY_PASSWORD SURGE_WORKER_PASSWORD \
-	SURGE_RECONCILER_PASSWORD SURGE_OPS_PASSWORD; do
+	SURGE_RECONCILER_PASSWORD SURGE_OPS_PASSWORD SURGE_EXPORTER_PASSWORD; do
 	from_file "$_var"
 done
 unset _var
@@ -211,6 +214,9 @@ definitions() {
 		# The reconciler publishes again the orders whose reservation outlived its grace period
 		# with nothing in MySQL (write on the order exchange); it declares and reads nothing.
 		reconciler) all="\"configure\":\"$none\",\"write\":\"$names\",\"read\":\"$none\"" ;;
+		# The exporter counts messages and consumers with passive declares, which RabbitMQ
+		# checks against no permission: it can neither publish nor consume an order.
+		exporter) all="\"configure\":\"$none\",\"write\":\"$none\",\"read\":\"$none\"" ;;
 		esac
 		defs+="$sep{\"user\":\"$user\",\"vhost\":\"$AMQP_VHOST\",$all}"
 		sep=","
