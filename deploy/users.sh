@@ -27,6 +27,8 @@
 #   SURGE_RECONCILER_PASSWORD  surge-reconciler-local   SURGE_OPS_PASSWORD     surge-ops-local
 #   SURGE_EXPORTER_PASSWORD    surge-exporter-local
 #   (letters, digits, '.', '_' and '-' only: they go into URLs and DSNs unescaped)
+#   SURGE_RABBITMQ_ADMIN_PASSWORD  when set, `definitions` adds surge-rabbitmq-admin, an
+#                              administrator for the management UI (docker-compose.yml's)
 #   Each password variable may instead name a file: SURGE_GATEWAY_PASSWORD_FILE, ...,
 #   SURGE_REDIS_PASSWORD_FILE, SURGE_MYSQL_ROOT_PASSWORD_FILE (compose secrets).
 #   SURGE_REDIS_PASSWORD       admin (default user) password                    (surge)
@@ -56,7 +58,7 @@ from_file() {
 	export "${1?}"
 }
 for _var in SURGE_REDIS_PASSWORD SURGE_MYSQL_ROOT_PASSWORD SURGE_GATEWAY_PASSWORD SURGE_WORKER_PASSWORD \
-	SURGE_RECONCILER_PASSWORD SURGE_OPS_PASSWORD SURGE_EXPORTER_PASSWORD; do
+	SURGE_RECONCILER_PASSWORD SURGE_OPS_PASSWORD SURGE_EXPORTER_PASSWORD SURGE_RABBITMQ_ADMIN_PASSWORD; do
 	from_file "$_var"
 done
 unset _var
@@ -203,6 +205,11 @@ definitions() {
 		defs+='"hashing_algorithm":"rabbit_password_hashing_sha256","tags":""}'
 		sep=","
 	done
+	# The management UI's administrator, where one is wanted (compose); no service uses it.
+	if [[ -n "${SURGE_RABBITMQ_ADMIN_PASSWORD:-}" ]]; then
+		defs+="$sep{\"name\":\"surge-rabbitmq-admin\",\"password_hash\":\"$(rabbit_hash "$SURGE_RABBITMQ_ADMIN_PASSWORD")\","
+		defs+='"hashing_algorithm":"rabbit_password_hashing_sha256","tags":"administrator"}'
+	fi
 	defs+='],"permissions":['
 	sep=""
 	for svc in "${SERVICES[@]}"; do
@@ -221,6 +228,9 @@ definitions() {
 		defs+="$sep{\"user\":\"$user\",\"vhost\":\"$AMQP_VHOST\",$all}"
 		sep=","
 	done
+	if [[ -n "${SURGE_RABBITMQ_ADMIN_PASSWORD:-}" ]]; then
+		defs+="$sep{\"user\":\"surge-rabbitmq-admin\",\"vhost\":\"$AMQP_VHOST\",\"configure\":\".*\",\"write\":\".*\",\"read\":\".*\"}"
+	fi
 	# The vhost too: a broker that loads these at boot creates it before the permissions.
 	defs+="],\"vhosts\":[{\"name\":\"$AMQP_VHOST\"}]}"
 	printf '%s\n' "$defs"
