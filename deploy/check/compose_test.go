@@ -331,7 +331,9 @@ func secretOf(t *testing.T, p *types.Project, s types.ServiceConfig, name string
 		t.Errorf("%s: %s_FILE=%q does not name a compose secret", s.Name, name, path)
 		return ""
 	}
-	if !slices.ContainsFunc(s.Secrets, func(c types.ServiceSecretConfig) bool { return c.Source == secret && (c.Target == "" || c.Target == secret || c.Target == path) }) {
+	if !slices.ContainsFunc(s.Secrets, func(c types.ServiceSecretConfig) bool {
+		return c.Source == secret && (c.Target == "" || c.Target == secret || c.Target == path)
+	}) {
 		t.Errorf("%s: reads %s from secret %s, which it does not mount", s.Name, name, secret)
 		return ""
 	}
