@@ -19,8 +19,10 @@
 #   make bench-go    the packages' Go benchmarks (go test -bench)
 #   make smoke       the README's curl example against the pipeline `make up` started
 #   make users       per-service users on Redis, RabbitMQ and MariaDB (deploy/users.sh)
-#   make image       the OCI image `surge` (Containerfile, FROM scratch): static binaries,
-#                    docker build where Docker runs, buildah otherwise (deploy/image.sh)
+#   make image       the OCI image `surge` (Containerfile, FROM scratch): static binaries for
+#                    GOOS=linux and IMAGE_GOARCH (amd64; `make image IMAGE_GOARCH=arm64`), on
+#                    any build host, docker build where Docker runs, buildah otherwise
+#                    (deploy/image.sh)
 #   make test-image  build the image, then check it from its file system (deploy/check)
 #   make build | fmt | vet | status | clean
 
@@ -137,8 +139,10 @@ test-alerts:
 test-deploy:
 	cd deploy/check && $(GO) vet ./... && $(GO) test -count=1 ./...
 
+# The image is Linux's whatever the build host runs; its architecture is IMAGE_GOARCH.
+IMAGE_GOARCH ?= amd64
 image:
-	deploy/image.sh
+	GOOS=linux GOARCH=$(IMAGE_GOARCH) deploy/image.sh
 
 # test-image reads the image from its file system (buildah mount, or docker save), as no
 # container can be run here; the test behind the `image` tag does.

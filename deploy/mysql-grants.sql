@@ -25,3 +25,6 @@ GRANT SELECT, INSERT ON `{db}`.`reconcile_repairs` TO 'surge-reconciler'@'{host}
 
 -- Operations: owns the schema (migrations) and the operator's tables.
 GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, DROP, INDEX, REFERENCES ON `{db}`.* TO 'surge-ops'@'{host}';
+
+-- Exporter: no grant. It reads Redis and RabbitMQ only; its MySQL user exists so that every
+-- service has the same name on every engine, and can do nothing there.

@@ -10,7 +10,9 @@
 #                                                     (docker-compose.yml's broker loads them at boot)
 #
 # Services and their users (the same name on every engine): gateway -> surge-gateway,
-# worker -> surge-worker, reconciler -> surge-reconciler, ops -> surge-ops.
+# worker -> surge-worker, reconciler -> surge-reconciler, ops -> surge-ops (operators and the
+# migrations: it owns the schema), exporter -> surge-exporter (opsctl exporter and the
+# console's node health: reads node state, touches no key, no queue, no table).
 #   Redis     ACL users from deploy/redis-users.acl: set live on every node (ACL SETUSER) and
 #             written with the passwords' SHA-256 to $SURGE_REDIS_ACL_FILE, which
 #             deploy/redis-cluster.sh loads on a node's next start. The default user stays the
@@ -23,7 +25,10 @@
 # Environment (local defaults; set your own passwords anywhere else):
 #   SURGE_GATEWAY_PASSWORD     surge-gateway-local      SURGE_WORKER_PASSWORD  surge-worker-local
 #   SURGE_RECONCILER_PASSWORD  surge-reconciler-local   SURGE_OPS_PASSWORD     surge-ops-local
+#   SURGE_EXPORTER_PASSWORD    surge-exporter-local
 #   (letters, digits, '.', '_' and '-' only: they go into URLs and DSNs unescaped)
+#   SURGE_RABBITMQ_ADMIN_PASSWORD  when set, `definitions` adds surge-rabbitmq-admin, an
+#                              administrator for the management UI (docker-compose.yml's)
 #   Each password variable may instead name a file: SURGE_GATEWAY_PASSWORD_FILE, ...,
 #   SURGE_REDIS_PASSWORD_FILE, SURGE_MYSQL_ROOT_PASSWORD_FILE (compose secrets).
 #   SURGE_REDIS_PASSWORD       admin (default user) password                    (surge)
@@ -39,7 +44,7 @@
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-SERVICES=(gateway worker reconciler ops)
+SERVICES=(gateway worker reconciler ops exporter)
 RULES_FILE="$REPO_ROOT/deploy/redis-users.acl"
 GRANTS_FILE="$REPO_ROOT/deploy/mysql-grants.sql"
 ACL_FILE="${SURGE_REDIS_ACL_FILE:-$REPO_ROOT/deploy/redis-acl.conf}"
@@ -53,7 +58,7 @@ from_file() {
 	export "${1?}"
 }
 for _var in SURGE_REDIS_PASSWORD SURGE_MYSQL_ROOT_PASSWORD SURGE_GATEWAY_PASSWORD SURGE_WORKER_PASSWORD \
-	SURGE_RECONCILER_PASSWORD SURGE_OPS_PASSWORD; do
+	SURGE_RECONCILER_PASSWORD SURGE_OPS_PASSWORD SURGE_EXPORTER_PASSWORD SURGE_RABBITMQ_ADMIN_PASSWORD; do
 	from_file "$_var"
 done
 unset _var
@@ -200,6 +205,11 @@ definitions() {
 		defs+='"hashing_algorithm":"rabbit_password_hashing_sha256","tags":""}'
 		sep=","
 	done
+	# The management UI's administrator, where one is wanted (compose); no service uses it.
+	if [[ -n "${SURGE_RABBITMQ_ADMIN_PASSWORD:-}" ]]; then
+		defs+="$sep{\"name\":\"surge-rabbitmq-admin\",\"password_hash\":\"$(rabbit_hash "$SURGE_RABBITMQ_ADMIN_PASSWORD")\","
+		defs+='"hashing_algorithm":"rabbit_password_hashing_sha256","tags":"administrator"}'
+	fi
 	defs+='],"permissions":['
 	sep=""
 	for svc in "${SERVICES[@]}"; do
@@ -211,10 +221,16 @@ definitions() {
 		# The reconciler publishes again the orders whose reservation outlived its grace period
 		# with nothing in MySQL (write on the order exchange); it declares and reads nothing.
 		reconciler) all="\"configure\":\"$none\",\"write\":\"$names\",\"read\":\"$none\"" ;;
+		# The exporter counts messages and consumers with passive declares, which RabbitMQ
+		# checks against no permission: it can neither publish nor consume an order.
+		exporter) all="\"configure\":\"$none\",\"write\":\"$none\",\"read\":\"$none\"" ;;
 		esac
 		defs+="$sep{\"user\":\"$user\",\"vhost\":\"$AMQP_VHOST\",$all}"
 		sep=","
 	done
+	if [[ -n "${SURGE_RABBITMQ_ADMIN_PASSWORD:-}" ]]; then
+		defs+="$sep{\"user\":\"surge-rabbitmq-admin\",\"vhost\":\"$AMQP_VHOST\",\"configure\":\".*\",\"write\":\".*\",\"read\":\".*\"}"
+	fi
 	# The vhost too: a broker that loads these at boot creates it before the permissions.
 	defs+="],\"vhosts\":[{\"name\":\"$AMQP_VHOST\"}]}"
 	printf '%s\n' "$defs"

@@ -119,7 +119,7 @@ func TestCompose(t *testing.T) {
 		{"gateway", "gateway", "serve", "surge-gateway", "HTTP_ADDR", "/readyz", c.routes["gateway"]},
 		{"worker", "worker", "run", "surge-worker", "WORKER_METRICS_ADDR", "/healthz", c.routes["metrics"]},
 		{"reconciler", "reconciler", "serve", "surge-reconciler", "RECONCILE_METRICS_ADDR", "/healthz", c.routes["metrics"]},
-		{"exporter", "opsctl", "exporter", "surge-ops", "", "/healthz", c.routes["metrics"]},
+		{"exporter", "opsctl", "exporter", "surge-exporter", "", "/healthz", c.routes["metrics"]},
 		{"migrate", "opsctl", "migrate", "", "", "", nil},
 	} {
 		sc, err := p.GetService(s.name)
@@ -134,8 +134,8 @@ func TestCompose(t *testing.T) {
 			t.Errorf("%s: entrypoint %q: the image has none, the command names the program", s.name, sc.Entrypoint)
 		}
 		if s.name == "migrate" {
-			if dsn := env(sc, "SURGE_MYSQL_DSN"); !strings.HasPrefix(dsn, "root:") || strings.HasPrefix(dsn, "root:@") {
-				t.Errorf("migrate: SURGE_MYSQL_DSN must name the administrator with its password (secrets.sh writes it)")
+			if dsn := secretOf(t, p, sc, "SURGE_MYSQL_DSN"); !strings.HasPrefix(dsn, "root:") || strings.HasPrefix(dsn, "root:@") {
+				t.Errorf("migrate: its MySQL DSN must name the administrator with its password (secrets.sh writes it)")
 			}
 			continue
 		}
@@ -159,22 +159,39 @@ func TestCompose(t *testing.T) {
 			u.Path != s.probe || !s.routes[u.Path] {
 			t.Errorf("%s: health check %s, want http://127.0.0.1:%s%s, a route the code serves", s.name, hc[2], strings.TrimPrefix(listen, "0.0.0.0:"), s.probe)
 		}
-		// Its own engine user, everywhere, from its env file.
+		// Its own engine user, everywhere, from the secret files secrets.sh writes.
 		if got := env(sc, "SURGE_REDIS_USER"); got != s.user {
 			t.Errorf("%s: SURGE_REDIS_USER %q, want %s", s.name, got, s.user)
 		}
-		if u, err := url.Parse(env(sc, "SURGE_AMQP_URL")); err != nil || u.User.Username() != s.user || u.Host != "rabbitmq:5672" {
-			t.Errorf("%s: SURGE_AMQP_URL does not connect to rabbitmq as %s", s.name, s.user)
+		if pw := secretOf(t, p, sc, "SURGE_REDIS_PASSWORD"); len(pw) < 32 {
+			t.Errorf("%s: its Redis password is not one of secrets.sh's", s.name)
 		}
-		if dsn := env(sc, "SURGE_MYSQL_DSN"); !strings.HasPrefix(dsn, s.user+":") || !strings.Contains(dsn, "@tcp(mariadb:3306)/") {
-			t.Errorf("%s: SURGE_MYSQL_DSN does not connect to mariadb as %s", s.name, s.user)
+		if u, err := url.Parse(secretOf(t, p, sc, "SURGE_AMQP_URL")); err != nil || u.User.Username() != s.user || u.Host != "rabbitmq:5672" {
+			t.Errorf("%s: SURGE_AMQP_URL_FILE does not connect to rabbitmq as %s", s.name, s.user)
 		}
-		if len(sc.EnvFiles) != 1 || filepath.Base(sc.EnvFiles[0].Path) != s.user+".env" || !bool(sc.EnvFiles[0].Required) {
-			t.Errorf("%s: env_file %v, want the required %s.env of deploy/compose/secrets.sh", s.name, sc.EnvFiles, s.user)
+		if s.name != "exporter" {
+			if dsn := secretOf(t, p, sc, "SURGE_MYSQL_DSN"); !strings.HasPrefix(dsn, s.user+":") || !strings.Contains(dsn, "@tcp(mariadb:3306)/") {
+				t.Errorf("%s: SURGE_MYSQL_DSN_FILE does not connect to mariadb as %s", s.name, s.user)
+			}
+		} else if _, ok := sc.Environment["SURGE_MYSQL_DSN_FILE"]; ok {
+			t.Errorf("exporter: it reads no MySQL: no DSN")
 		}
-		if s.name == "gateway" && len(env(sc, "SURGE_ADMIN_TOKEN")) < 32 {
-			t.Errorf("gateway: SURGE_ADMIN_TOKEN shorter than 32 characters")
+		if len(sc.EnvFiles) > 0 {
+			t.Errorf("%s: env_file %v: credentials come as compose secrets only", s.name, sc.EnvFiles)
 		}
+		if s.name == "gateway" {
+			if len(secretOf(t, p, sc, "SURGE_ADMIN_TOKEN")) < 32 {
+				t.Errorf("gateway: SURGE_ADMIN_TOKEN shorter than 32 characters")
+			}
+			if env(sc, "SURGE_CONSOLE_REDIS_USER") != "surge-exporter" || secretOf(t, p, sc, "SURGE_CONSOLE_REDIS_PASSWORD") == "" {
+				t.Errorf("gateway: the console reads Redis nodes as surge-exporter (SURGE_CONSOLE_REDIS_USER, SURGE_CONSOLE_REDIS_PASSWORD_FILE)")
+			}
+		}
+	}
+	if rmq, _ := p.GetService("rabbitmq"); !strings.HasPrefix(rmq.Image, "rabbitmq:4") || !strings.HasSuffix(rmq.Image, "-management") ||
+		!slices.ContainsFunc(rmq.Ports, func(pc types.ServicePortConfig) bool { return pc.Target == 15672 && pc.HostIP == "127.0.0.1" }) ||
+		env(rmq, "SURGE_RABBITMQ_ADMIN_PASSWORD_FILE") != "/run/secrets/rabbitmq_admin" {
+		t.Errorf("rabbitmq: want a 4.x management image, its UI on 127.0.0.1:15672 and the administrator secrets.sh creates")
 	}
 
 	// Credentials: none inline. Without the env files, no surge service sees a credential
@@ -183,7 +200,7 @@ func TestCompose(t *testing.T) {
 	for _, s := range raw.Services {
 		for k, v := range s.Environment {
 			if credential.MatchString(k) {
-				t.Errorf("%s: %s is set inline; credentials come from env files or secrets", s.Name, k)
+				t.Errorf("%s: %s is set inline; credentials come from secret files", s.Name, k)
 			}
 			if strings.HasSuffix(k, "_FILE") && (v == nil || !strings.HasPrefix(*v, "/run/secrets/")) {
 				t.Errorf("%s: %s does not name a compose secret", s.Name, k)
@@ -209,8 +226,8 @@ func TestCompose(t *testing.T) {
 	// cluster init creates or repairs, the broker and the database read their secrets.
 	for i := 1; i <= 6; i++ {
 		n, _ := p.GetService("redis-" + string(rune('0'+i)))
-		if n.Hostname != n.Name || !slices.Equal(n.Entrypoint, []string{"bash", "/surge/deploy/compose/redis-node.sh"}) || len(n.Secrets) != 5 {
-			t.Errorf("%s: want hostname %s, deploy/compose/redis-node.sh and the five password secrets", n.Name, n.Name)
+		if n.Hostname != n.Name || !slices.Equal(n.Entrypoint, []string{"bash", "/surge/deploy/compose/redis-node.sh"}) || len(n.Secrets) != 6 {
+			t.Errorf("%s: want hostname %s, deploy/compose/redis-node.sh and the six password secrets", n.Name, n.Name)
 		}
 		if !slices.ContainsFunc(n.Volumes, func(v types.ServiceVolumeConfig) bool { return v.Type == "volume" && v.Target == "/data" }) {
 			t.Errorf("%s: no named volume on /data: nodes.conf would not survive down/up", n.Name)
@@ -260,7 +277,7 @@ func TestCompose(t *testing.T) {
 	render := func(arg string) string {
 		cmd := exec.Command("bash", filepath.Join(repoRoot, "deploy", "users.sh"), arg)
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-		for _, svc := range []string{"GATEWAY", "WORKER", "RECONCILER", "OPS"} {
+		for _, svc := range []string{"GATEWAY", "WORKER", "RECONCILER", "OPS", "EXPORTER"} {
 			cmd.Env = append(cmd.Env, "SURGE_"+svc+"_PASSWORD_FILE="+filepath.Join(secrets, strings.ToLower(svc)+".password"))
 		}
 		cmd.Env = append(cmd.Env, "SURGE_REDIS_PASSWORD_FILE="+filepath.Join(secrets, "redis-admin.password"))
@@ -271,7 +288,7 @@ func TestCompose(t *testing.T) {
 		return string(out)
 	}
 	acl := render("acl-file")
-	for _, u := range []string{"default", "surge-gateway", "surge-worker", "surge-reconciler", "surge-ops"} {
+	for _, u := range []string{"default", "surge-gateway", "surge-worker", "surge-reconciler", "surge-ops", "surge-exporter"} {
 		if !regexp.MustCompile(`(?m)^user ` + u + ` on #[0-9a-f]{64} `).MatchString(acl) {
 			t.Errorf("users.sh acl-file: no line for %s", u)
 		}
@@ -279,21 +296,53 @@ func TestCompose(t *testing.T) {
 	if strings.Contains(acl, "-local") {
 		t.Error("users.sh acl-file used a local default password instead of the secrets")
 	}
-	if defs := render("definitions"); strings.Count(defs, `"password_hash"`) != 4 || !strings.Contains(defs, `"vhosts"`) {
+	if defs := render("definitions"); strings.Count(defs, `"password_hash"`) != 5 || !strings.Contains(defs, `"vhosts"`) {
 		t.Errorf("users.sh definitions: %s", defs)
 	}
 }
 
-// checkSurgeImage: the service runs the image `make image` builds, or builds it from the
-// Containerfile.
+// checkSurgeImage: the service runs the image `make image` builds (static linux binaries),
+// and compose neither builds it (a build from bin/ on a non-Linux or cgo host would make an
+// image that cannot start) nor pulls another "surge" from a registry.
 func checkSurgeImage(t *testing.T, s types.ServiceConfig) {
 	t.Helper()
 	if s.Image != "surge" {
 		t.Errorf("%s: image %q, want surge", s.Name, s.Image)
 	}
-	if s.Build == nil || s.Build.Dockerfile != "Containerfile" || filepath.Clean(s.Build.Context) != mustAbs(t, repoRoot) {
-		t.Errorf("%s: build %+v, want the repository with its Containerfile", s.Name, s.Build)
+	if s.Build != nil {
+		t.Errorf("%s: build %+v: compose must run the image make image built, never build one", s.Name, s.Build)
 	}
+	if s.PullPolicy != types.PullPolicyNever {
+		t.Errorf("%s: pull_policy %q, want never (the image is local)", s.Name, s.PullPolicy)
+	}
+}
+
+// secretOf returns the content of the compose secret a service reads its variable from:
+// NAME_FILE must name /run/secrets/SECRET, a secret the service mounts, whose file secrets.sh
+// wrote; the variable itself must not be set.
+func secretOf(t *testing.T, p *types.Project, s types.ServiceConfig, name string) string {
+	t.Helper()
+	if _, ok := s.Environment[name]; ok {
+		t.Errorf("%s: %s is set inline; want %s_FILE", s.Name, name, name)
+	}
+	path := env(s, name+"_FILE")
+	secret, ok := strings.CutPrefix(path, "/run/secrets/")
+	if !ok {
+		t.Errorf("%s: %s_FILE=%q does not name a compose secret", s.Name, name, path)
+		return ""
+	}
+	if !slices.ContainsFunc(s.Secrets, func(c types.ServiceSecretConfig) bool {
+		return c.Source == secret && (c.Target == "" || c.Target == secret || c.Target == path)
+	}) {
+		t.Errorf("%s: reads %s from secret %s, which it does not mount", s.Name, name, secret)
+		return ""
+	}
+	data, err := os.ReadFile(p.Secrets[secret].File)
+	if err != nil {
+		t.Errorf("%s: secret %s: %v", s.Name, secret, err)
+		return ""
+	}
+	return string(data)
 }
 
 func mustAbs(t *testing.T, p string) string {

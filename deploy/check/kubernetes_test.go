@@ -17,6 +17,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -68,11 +69,18 @@ type prometheusRule struct {
 }
 
 type kustomization struct {
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Namespace  string   `json:"namespace"`
-	Resources  []string `json:"resources"`
-	Images     []struct {
+	APIVersion      string   `json:"apiVersion"`
+	Kind            string   `json:"kind"`
+	Namespace       string   `json:"namespace"`
+	Resources       []string `json:"resources"`
+	SecretGenerator []struct {
+		Name string   `json:"name"`
+		Envs []string `json:"envs"`
+	} `json:"secretGenerator"`
+	GeneratorOptions struct {
+		Labels map[string]string `json:"labels"`
+	} `json:"generatorOptions"`
+	Images []struct {
 		Name    string `json:"name"`
 		NewName string `json:"newName,omitempty"`
 		NewTag  string `json:"newTag,omitempty"`
@@ -90,6 +98,7 @@ type manifests struct {
 	jobs            []*batchv1.Job
 	cronJobs        []*batchv1.CronJob
 	namespaces      []*corev1.Namespace
+	netpols         []*networkingv1.NetworkPolicy
 	serviceMonitors []*serviceMonitor
 	rules           []*prometheusRule
 	all             []metav1.Object
@@ -112,7 +121,7 @@ func loadManifests(t *testing.T, dir string) *manifests {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
-		policyv1.AddToScheme, autoscalingv2.AddToScheme} {
+		policyv1.AddToScheme, autoscalingv2.AddToScheme, networkingv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
@@ -178,6 +187,8 @@ func loadManifests(t *testing.T, dir string) *manifests {
 				m.cronJobs = append(m.cronJobs, o)
 			case *corev1.Namespace:
 				m.namespaces = append(m.namespaces, o)
+			case *networkingv1.NetworkPolicy:
+				m.netpols = append(m.netpols, o)
 			default:
 				t.Fatalf("%s: %T is not a kind surge deploys", where, obj)
 			}
@@ -222,7 +233,8 @@ func containerPort(c corev1.Container, name string) (int32, bool) {
 var imageBinaries = []string{"gateway", "worker", "reconciler", "opsctl"}
 
 // checkPod checks what every surge pod shares: the image, a binary of it, the non-root user
-// of the image's passwd, resources, and the Secret of the service's own engine user.
+// of the image's passwd, resources, and the Secret of the service's own engine user; the
+// migrations' init container, where there is one, reads surge-ops's.
 func checkPod(t *testing.T, where string, spec corev1.PodSpec, secret string) {
 	t.Helper()
 	if spec.SecurityContext == nil || spec.SecurityContext.RunAsNonRoot == nil || !*spec.SecurityContext.RunAsNonRoot ||
@@ -232,7 +244,18 @@ func checkPod(t *testing.T, where string, spec corev1.PodSpec, secret string) {
 	if len(spec.Containers) != 1 {
 		t.Fatalf("%s: want one container, have %d", where, len(spec.Containers))
 	}
-	c := spec.Containers[0]
+	checkContainer(t, where, spec.Containers[0], secret)
+	for _, ic := range spec.InitContainers {
+		checkContainer(t, where+" init container "+ic.Name, ic, "surge-ops")
+	}
+}
+
+// consoleEnv is the one inline environment a container may have: the gateway's console
+// reads Redis nodes' INFO as the exporter's user, whose password stays in its Secret.
+var consoleEnv = []string{"SURGE_CONSOLE_REDIS_USER", "SURGE_CONSOLE_REDIS_PASSWORD"}
+
+func checkContainer(t *testing.T, where string, c corev1.Container, secret string) {
+	t.Helper()
 	if c.Image != "surge" {
 		t.Errorf("%s: image %q, want surge (kustomization.yaml's images retags it)", where, c.Image)
 	}
@@ -263,8 +286,17 @@ func checkPod(t *testing.T, where string, spec corev1.PodSpec, secret string) {
 	if !reflect.DeepEqual(secrets, []string{secret}) {
 		t.Errorf("%s: reads Secrets %v, want only %s (its own engine user)", where, secrets, secret)
 	}
-	if len(c.Env) > 0 {
-		t.Errorf("%s: inline env %v: settings belong in the ConfigMap, credentials in a Secret", where, c.Env)
+	for _, e := range c.Env {
+		if !slices.Contains(consoleEnv, e.Name) {
+			t.Errorf("%s: inline env %s: settings belong in the ConfigMap, credentials in a Secret", where, e.Name)
+		}
+		if e.Name == "SURGE_CONSOLE_REDIS_USER" && e.Value != "surge-exporter" {
+			t.Errorf("%s: SURGE_CONSOLE_REDIS_USER=%q, want surge-exporter (INFO, no key)", where, e.Value)
+		}
+		if e.Name == "SURGE_CONSOLE_REDIS_PASSWORD" && (e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil ||
+			e.ValueFrom.SecretKeyRef.Name != "surge-exporter" || e.ValueFrom.SecretKeyRef.Key != "SURGE_REDIS_PASSWORD") {
+			t.Errorf("%s: SURGE_CONSOLE_REDIS_PASSWORD must come from the Secret surge-exporter, key SURGE_REDIS_PASSWORD", where)
+		}
 	}
 }
 
@@ -322,13 +354,14 @@ func TestKubernetesManifests(t *testing.T) {
 		name, bin, secret, addrVar, portName string
 		routes                               map[string]bool
 		ready                                string
-		replicas                             int32
+		replicas                             int32 // 0: the autoscaler owns them
+		migrates                             bool  // reads MySQL: migrations first
 	}
 	for _, s := range []svc{
-		{"gateway", "gateway", "surge-gateway", "HTTP_ADDR", "http", c.routes["gateway"], "/readyz", 2},
-		{"worker", "worker", "surge-worker", "WORKER_METRICS_ADDR", "metrics", c.routes["metrics"], "/healthz", 2},
-		{"reconciler", "reconciler", "surge-reconciler", "RECONCILE_METRICS_ADDR", "metrics", c.routes["metrics"], "/healthz", 1},
-		{"exporter", "opsctl", "surge-ops", "", "metrics", c.routes["metrics"], "/healthz", 1},
+		{"gateway", "gateway", "surge-gateway", "HTTP_ADDR", "http", c.routes["gateway"], "/readyz", 0, true},
+		{"worker", "worker", "surge-worker", "WORKER_METRICS_ADDR", "metrics", c.routes["metrics"], "/healthz", 0, true},
+		{"reconciler", "reconciler", "surge-reconciler", "RECONCILE_METRICS_ADDR", "metrics", c.routes["metrics"], "/healthz", 1, true},
+		{"exporter", "opsctl", "surge-exporter", "", "metrics", c.routes["metrics"], "/healthz", 1, false},
 	} {
 		d := m.deployment(t, s.name)
 		where := "Deployment " + s.name
@@ -339,10 +372,21 @@ func TestKubernetesManifests(t *testing.T) {
 		if d.Spec.Template.Labels["app.kubernetes.io/component"] != s.name {
 			t.Errorf("%s: pods labelled component=%s", where, d.Spec.Template.Labels["app.kubernetes.io/component"])
 		}
-		if d.Spec.Replicas == nil || *d.Spec.Replicas != s.replicas {
+		switch {
+		case s.replicas == 0 && d.Spec.Replicas != nil:
+			t.Errorf("%s: replicas %d: its HorizontalPodAutoscaler owns the count, and every apply would reset it", where, *d.Spec.Replicas)
+		case s.replicas > 0 && (d.Spec.Replicas == nil || *d.Spec.Replicas != s.replicas):
 			t.Errorf("%s: want %d replicas", where, s.replicas)
 		}
 		checkPod(t, where, d.Spec.Template.Spec, s.secret)
+		// Migrations before the service: opsctl migrate in an init container.
+		inits := d.Spec.Template.Spec.InitContainers
+		if s.migrates && (len(inits) != 1 || !reflect.DeepEqual(inits[0].Command, []string{"/usr/local/bin/opsctl", "migrate"})) {
+			t.Errorf("%s: want one init container running opsctl migrate, so no pod starts on an older schema", where)
+		}
+		if !s.migrates && len(inits) > 0 {
+			t.Errorf("%s: init containers %v: it reads no MySQL", where, inits)
+		}
 		ctr := d.Spec.Template.Spec.Containers[0]
 		if filepath.Base(ctr.Command[0]) != s.bin {
 			t.Errorf("%s: runs %s, want %s", where, ctr.Command[0], s.bin)
@@ -393,8 +437,8 @@ func TestKubernetesManifests(t *testing.T) {
 			if len(sv.Spec.Ports) != want || sv.Spec.Ports[0].Name != s.portName || sv.Spec.Ports[0].TargetPort.StrVal != s.portName {
 				t.Errorf("Service %s: ports %+v, want %d, the first named %s to the container port %s", sv.Name, sv.Spec.Ports, want, s.portName, s.portName)
 			}
-			if sv.Labels["app.kubernetes.io/component"] != s.name {
-				t.Errorf("Service %s: label component=%s, want %s (it is the job label)", sv.Name, sv.Labels["app.kubernetes.io/component"], s.name)
+			if sv.Labels["app.kubernetes.io/component"] != s.name || sv.Labels[jobLabel] != "surge-"+s.name {
+				t.Errorf("Service %s: labels %v, want component=%s and %s=surge-%s (the job label)", sv.Name, sv.Labels, s.name, jobLabel, s.name)
 			}
 		}
 		if !found {
@@ -431,8 +475,10 @@ func TestKubernetesManifests(t *testing.T) {
 			sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
 			if err == nil && sel.Matches(labels.Set(d.Spec.Template.Labels)) {
 				pdb = true
-				if p.Spec.MinAvailable == nil && p.Spec.MaxUnavailable == nil {
-					t.Errorf("PodDisruptionBudget %s sets neither minAvailable nor maxUnavailable", p.Name)
+				// minAvailable 1 of up to the autoscaler's max lets an eviction take all
+				// pods but one at once; maxUnavailable bounds it whatever the count.
+				if p.Spec.MinAvailable != nil || p.Spec.MaxUnavailable == nil {
+					t.Errorf("PodDisruptionBudget %s: want maxUnavailable (1 or a percentage), not minAvailable", p.Name)
 				}
 			}
 		}
@@ -461,14 +507,9 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 	}
 
-	// Migrations: a Job running opsctl migrate as surge-ops.
-	if len(m.jobs) != 1 {
-		t.Fatalf("want one Job (the migrations), have %d", len(m.jobs))
-	}
-	job := m.jobs[0]
-	checkPod(t, "Job "+job.Name, job.Spec.Template.Spec, "surge-ops")
-	if cmd := job.Spec.Template.Spec.Containers[0].Command; !reflect.DeepEqual(cmd, []string{"/usr/local/bin/opsctl", "migrate"}) {
-		t.Errorf("Job %s runs %q, want opsctl migrate", job.Name, cmd)
+	// Migrations run in the init containers above: no Job to delete before each image.
+	if len(m.jobs) != 0 {
+		t.Errorf("%d Jobs: the migrations run in the services' init containers", len(m.jobs))
 	}
 
 	// The reconciler's alternative: reconciler once on a schedule, suspended while the
@@ -503,28 +544,24 @@ func TestKubernetesManifests(t *testing.T) {
 			}
 		}
 	}
+	// No Secret is committed: kustomization.yaml generates them from the operator's files.
 	for _, s := range m.secrets {
-		if s.StringData["SURGE_REDIS_USER"] != s.Name {
-			t.Errorf("Secret %s: SURGE_REDIS_USER %q, want the service's own user %s", s.Name, s.StringData["SURGE_REDIS_USER"], s.Name)
+		t.Errorf("Secret %s is committed: generate it (kustomization.yaml, secretGenerator)", s.Name)
+	}
+	if err := filepath.WalkDir(k8sDir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
 		}
-		if len(s.Data) > 0 {
-			t.Errorf("Secret %s: keep placeholders readable in stringData", s.Name)
+		data, err := os.ReadFile(path)
+		if err == nil && (bytes.Contains(data, []byte("REPLACE-ME")) || bytes.Contains(bytes.ToLower(data), []byte("changeme"))) {
+			t.Errorf("%s holds a placeholder credential", path)
 		}
-		for k, v := range s.StringData {
-			if _, ok := c.envDefault[strings.TrimPrefix(k, "SURGE_")]; !ok {
-				t.Errorf("Secret %s: %s is not a variable the code reads", s.Name, k)
-			}
-			if k != "SURGE_REDIS_USER" && !strings.Contains(v, "REPLACE-ME") {
-				t.Errorf("Secret %s: %s=%q is not a placeholder (REPLACE-ME...)", s.Name, k, v)
-			}
-			if k == "SURGE_AMQP_URL" || k == "SURGE_MYSQL_DSN" {
-				if !strings.Contains(v, s.Name+":") {
-					t.Errorf("Secret %s: %s does not connect as %s", s.Name, k, s.Name)
-				}
-			}
-		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
 
+	checkNetworkPolicies(t, m)
 	checkMonitoring(t, m)
 	checkKustomization(t)
 }
@@ -546,6 +583,9 @@ func checkMonitoring(t *testing.T, m *manifests) {
 		if !sel.Matches(labels.Set(sv.Labels)) {
 			t.Errorf("ServiceMonitor %s does not select Service %s", sm.Name, sv.Name)
 			continue
+		}
+		if sm.Spec.JobLabel != jobLabel {
+			t.Errorf("ServiceMonitor %s: jobLabel %s, want %s", sm.Name, sm.Spec.JobLabel, jobLabel)
 		}
 		job, ok := sv.Labels[sm.Spec.JobLabel]
 		if !ok {
@@ -669,6 +709,16 @@ func checkKustomization(t *testing.T) {
 	sort.Strings(got)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("kustomization.yaml resources %v, the directory holds %v", got, want)
+	}
+	var gen []string
+	for _, g := range k.SecretGenerator {
+		gen = append(gen, g.Name)
+		if !reflect.DeepEqual(g.Envs, []string{"secrets/" + g.Name + ".env"}) {
+			t.Errorf("kustomization.yaml: Secret %s from %v, want secrets/%s.env", g.Name, g.Envs, g.Name)
+		}
+	}
+	if !reflect.DeepEqual(gen, engineUsers) {
+		t.Errorf("kustomization.yaml generates Secrets %v, want one per engine user %v", gen, engineUsers)
 	}
 	if k.Namespace == "" || len(k.Images) != 1 || k.Images[0].Name != "surge" {
 		t.Errorf("kustomization.yaml: want a namespace and the image surge under images")

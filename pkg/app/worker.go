@@ -46,6 +46,12 @@ type WorkerConfig struct {
 	// MetricsAddr serves GET /metrics: SURGE_WORKER_METRICS_ADDR, default
 	// 127.0.0.1:9101; empty serves none.
 	MetricsAddr string `envconfig:"WORKER_METRICS_ADDR" default:"127.0.0.1:9101"`
+	// LivenessGrace is how long the worker may have no subscription to
+	// the work queue before its /healthz fails (503), so that a liveness
+	// probe restarts a worker that runs but consumes nothing:
+	// SURGE_WORKER_LIVENESS_GRACE, default 2m, longer than a broker
+	// failover the consumer re-subscribes after by itself.
+	LivenessGrace time.Duration `envconfig:"WORKER_LIVENESS_GRACE" default:"2m"`
 	// Tracing is the test's span recorder, if any (SURGE_OTLP_ENDPOINT
 	// is in Common).
 	Tracing
@@ -111,8 +117,18 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker
 			_ = tel.ShutdownWithin(tracingShutdownTimeout)
 			return nil, err
 		}
+		w.mets.SetHealth(func() error { return cons.Health(cfg.LivenessGrace) })
 	}
 	return w, nil
+}
+
+// MetricsAddr is the address the worker's /metrics and /healthz listen
+// on ("" without a metrics listener).
+func (w *Worker) MetricsAddr() string {
+	if w.mets == nil {
+		return ""
+	}
+	return w.mets.Addr()
 }
 
 // Run consumes until ctx ends, then shuts down: stop intake, finish

@@ -39,3 +39,32 @@ func TestCheckAdminToken(t *testing.T) {
 		}
 	}
 }
+
+// TestPlaceholderAdminTokenRefused: a token still holding a placeholder of the deployment
+// files (REPLACE-ME, changeme, ...) is refused on every address, loopback included: it was
+// never meant to run, and a long placeholder would pass the length rule.
+func TestPlaceholderAdminTokenRefused(t *testing.T) {
+	for _, token := range []string{
+		"REPLACE-ME-admin-token-of-32-random-characters",
+		"replace-me-with-openssl-rand-hex-32",
+		"REPLACE_ME_0123456789abcdef",
+		"changeme-changeme-changeme",
+		"ChangeMe0123456789abcdef",
+		"change-me-0123456789abcdef",
+		"<admin-token-0123456789abcdef>",
+		"0123456789abcdef-placeholder",
+		"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+	} {
+		for _, addr := range []string{"0.0.0.0:8081", "127.0.0.1:8081"} {
+			err := config.CheckAdminToken(addr, token)
+			if err == nil || !strings.Contains(err.Error(), "placeholder") || !strings.Contains(err.Error(), "SURGE_ADMIN_TOKEN_FILE") {
+				t.Errorf("CheckAdminToken(%q, %q) = %v, want a placeholder refused with how to fix it", addr, token, err)
+			}
+		}
+	}
+	for _, token := range []string{"9f3c1a7e5b2d48c0a6e1f9b3d7c2e5a8", "replacement-policy-token-0123"} {
+		if err := config.CheckAdminToken("0.0.0.0:8081", token); err != nil {
+			t.Errorf("CheckAdminToken(%q) = %v, want accepted", token, err)
+		}
+	}
+}

@@ -92,7 +92,10 @@ func dashboardQueries(t *testing.T) map[string][]string {
 	return out
 }
 
-// alertQueries returns each alert's expression from alerts.yml.
+// alertQueries returns each alert's and each recording rule's expression
+// from alerts.yml, with the series a recording rule records replaced by its
+// expression, so an alert on a recorded ratio is checked down to the
+// published metrics it reads.
 func alertQueries(t *testing.T) map[string][]string {
 	t.Helper()
 	f, err := os.Open("../../deploy/alerts.yml")
@@ -101,15 +104,30 @@ func alertQueries(t *testing.T) map[string][]string {
 	}
 	defer f.Close()
 	out := map[string][]string{}
-	alert := ""
+	recorded := map[string]string{}
+	rule := ""
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if a, ok := strings.CutPrefix(line, "- alert: "); ok {
-			alert = a
+			rule = "alert " + a
+		}
+		if r, ok := strings.CutPrefix(line, "- record: "); ok {
+			rule = "record " + r
 		}
 		if e, ok := strings.CutPrefix(line, "expr: "); ok {
-			out["alert "+alert] = append(out["alert "+alert], e)
+			out[rule] = append(out[rule], e)
+			if r, ok := strings.CutPrefix(rule, "record "); ok {
+				recorded[r] = e
+			}
+		}
+	}
+	for rule, exprs := range out {
+		for i, e := range exprs {
+			for name, re := range recorded {
+				e = regexp.MustCompile(regexp.QuoteMeta(name)+`\b`).ReplaceAllLiteralString(e, "("+re+")")
+			}
+			out[rule][i] = e
 		}
 	}
 	return out

@@ -211,7 +211,8 @@ func TestRabbitAndSchemaVerdicts(t *testing.T) {
 
 func TestCheckAdminToken(t *testing.T) {
 	for token, want := range map[string]Status{"surge-admin": Fail, "": Fail, "fifteen-chars!!": Fail,
-		"0123456789abcdef": Pass, "a-long-random-hex-token-0123456789": Pass} {
+		"0123456789abcdef": Pass, "a-long-random-hex-token-0123456789": Pass,
+		"REPLACE-ME-admin-token-of-32-random-characters": Fail} {
 		r := CheckAdminToken(token)
 		if r.Item != ItemAdminToken || r.Status != want || (want == Fail && (r.Fix == "" || r.Detail == "")) {
 			t.Errorf("token %q: %+v, want %s with a detail and a fix", token, r, want)

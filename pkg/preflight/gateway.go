@@ -3,7 +3,7 @@ package preflight
 import "surge/pkg/config"
 
 // CheckAdminToken fails on an admin token the gateway would refuse off
-// loopback (config.WeakAdminToken): the default one or a short one. A
+// loopback (config.WeakAdminToken): a placeholder, the default one or a short one. A
 // production gateway is reached from other machines, so the checklist
 // does not care which address it listens on.
 func CheckAdminToken(token string) Result {

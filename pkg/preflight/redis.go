@@ -13,10 +13,11 @@ import (
 )
 
 // DefaultServiceUsers are the ACL users deploy/users.sh creates.
-var DefaultServiceUsers = []string{"surge-gateway", "surge-worker", "surge-reconciler", "surge-ops"}
+var DefaultServiceUsers = []string{"surge-gateway", "surge-worker", "surge-reconciler", "surge-ops", "surge-exporter"}
 
-// opsUser may read the configuration (config|get) to run this preflight.
-const opsUser = "surge-ops"
+// readsConfig are the users that may read the configuration (config|get):
+// surge-ops to run this preflight, surge-exporter to export maxmemory.
+var readsConfig = map[string]bool{"surge-ops": true, "surge-exporter": true}
 
 // Dangerous are the commands no service user may run: each wipes,
 // reconfigures, blocks or walks the whole keyspace of a node.
@@ -118,8 +119,8 @@ func anonymousPings(ctx context.Context, addrs []string, tc *tls.Config) map[str
 }
 
 // dryRuns asks every node whether each user may run each dangerous
-// command; the ops user is also allowed to read configuration, the others
-// not.
+// command; the users of readsConfig are also allowed to read
+// configuration, the others not.
 func dryRuns(ctx context.Context, p *redisnode.Prober, addrs, users []string) []DryRun {
 	var mu sync.Mutex
 	var out []DryRun
@@ -131,7 +132,7 @@ func dryRuns(ctx context.Context, p *redisnode.Prober, addrs, users []string) []
 			c := p.Client(addr)
 			for _, user := range users {
 				cmds := Dangerous
-				if user != opsUser {
+				if !readsConfig[user] {
 					cmds = append(cmds[:len(cmds):len(cmds)], []string{"CONFIG", "GET", "maxmemory"})
 				}
 				for _, cmd := range cmds {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -70,13 +71,52 @@ type Consumer struct {
 	conn *Conn
 	topo Topology
 	opts ConsumerOptions
+
+	// subscribed is true while a subscription to the work queue is
+	// active; downSince (Unix nanoseconds, opts.Now) is when the last one
+	// ended, or when the consumer was built.
+	subscribed atomic.Bool
+	downSince  atomic.Int64
 }
 
 // NewConsumer builds a consumer of topo's work queue.
 func NewConsumer(conn *Conn, topo Topology, opts ConsumerOptions) *Consumer {
 	opts.setDefaults()
 	topo.setDefaults()
-	return &Consumer{conn: conn, topo: topo, opts: opts}
+	c := &Consumer{conn: conn, topo: topo, opts: opts}
+	c.downSince.Store(opts.Now().UnixNano())
+	return c
+}
+
+// ErrNotConsuming is Health's answer for a consumer that has had no
+// subscription for longer than it allows.
+var ErrNotConsuming = errors.New("not consuming")
+
+// Health returns nil while the consumer holds a subscription to the work
+// queue, or has lost it for at most maxDown; after that, an error
+// wrapping ErrNotConsuming. Run re-subscribes by itself after a lost
+// channel or connection, so a short gap is normal (a broker failover);
+// one that lasts means the process runs but will process no order (a
+// queue deleted, permissions revoked, a broker that never comes back), and
+// a liveness probe built on this restarts it.
+func (c *Consumer) Health(maxDown time.Duration) error {
+	if c.subscribed.Load() {
+		return nil
+	}
+	down := c.opts.Now().Sub(time.Unix(0, c.downSince.Load()))
+	if down <= maxDown {
+		return nil
+	}
+	return fmt.Errorf("%w: no subscription to %s for %s (more than %s)", ErrNotConsuming, c.topo.Queue,
+		down.Round(time.Millisecond), maxDown)
+}
+
+// setSubscribed records a subscription starting or ending.
+func (c *Consumer) setSubscribed(on bool) {
+	if !on {
+		c.downSince.Store(c.opts.Now().UnixNano())
+	}
+	c.subscribed.Store(on)
 }
 
 // Run consumes until ctx ends, then stops intake (cancels the
@@ -170,6 +210,8 @@ func (c *Consumer) session(ctx context.Context, jobs chan<- *Delivery, s *settle
 	if err != nil {
 		return fail(fmt.Errorf("consume %s: %w", c.topo.Queue, err))
 	}
+	c.setSubscribed(true)
+	defer c.setSubscribed(false)
 	delivered := false
 	for {
 		select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -289,5 +290,52 @@ func TestRunReturnsOnceConnIsClosed(t *testing.T) {
 	_ = conn.Close()
 	if err := receive(t, done); !errors.Is(err, ErrClosed) {
 		t.Errorf("run after close = %v, want ErrClosed", err)
+	}
+}
+
+// TestHealthFailsWhileNotConsuming: Health passes while the consumer is subscribed, fails
+// once its subscription is gone for longer than allowed (here: the broker cancelled it by
+// deleting the queue, and every re-subscription is refused), and passes again once Run has
+// re-subscribed by itself.
+func TestHealthFailsWhileNotConsuming(t *testing.T) {
+	url := testenv.AMQPURL(t)
+	conn := dialTest(t, url)
+	topo := testTopology(t, conn)
+	cons := NewConsumer(conn, topo, ConsumerOptions{Logger: quiet})
+	const maxDown = 50 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cons.Run(ctx, func(ctx context.Context, d *Delivery) { _ = d.Ack() }) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	waitFor(t, func() bool { return cons.subscribed.Load() && cons.Health(maxDown) == nil })
+	withChannel(t, conn, func(ch *amqp.Channel) {
+		if _, err := ch.QueueDelete(topo.Queue, false, false, false); err != nil {
+			t.Fatalf("delete %s: %v", topo.Queue, err)
+		}
+	})
+	waitFor(t, func() bool { return errors.Is(cons.Health(maxDown), ErrNotConsuming) })
+	if err := cons.Health(time.Hour); err != nil {
+		t.Errorf("Health(1h) = %v: a gap shorter than allowed must pass", err)
+	}
+	withChannel(t, conn, func(ch *amqp.Channel) {
+		if err := topo.Declare(ch); err != nil {
+			t.Fatalf("declare again: %v", err)
+		}
+	})
+	waitFor(t, func() bool { return cons.Health(maxDown) == nil })
+}
+
+// TestHealthBeforeTheFirstSubscription: a consumer that never subscribed counts as down since
+// it was built.
+func TestHealthBeforeTheFirstSubscription(t *testing.T) {
+	now := time.Unix(1000, 0)
+	cons := NewConsumer(nil, Topology{Queue: "q"}, ConsumerOptions{Now: func() time.Time { return now }})
+	if err := cons.Health(time.Minute); err != nil {
+		t.Fatalf("just built: %v", err)
+	}
+	now = now.Add(2 * time.Minute)
+	if err := cons.Health(time.Minute); !errors.Is(err, ErrNotConsuming) || !strings.Contains(err.Error(), "q") {
+		t.Fatalf("two minutes without a subscription: %v, want ErrNotConsuming naming the queue", err)
 	}
 }

@@ -19,13 +19,13 @@ func init() {
 
 const exporterUsage = `opsctl exporter [--addr 127.0.0.1:9121]
 Serve GET /metrics with the Redis Cluster read node by node and the order queues'
-depth at each scrape, until SIGINT or SIGTERM. Run it as surge-ops.
+depth at each scrape, until SIGINT or SIGTERM. Run it as surge-exporter.
 flags:
   --addr A   listen address (default 127.0.0.1:9121)`
 
 // runExporter serves GET /metrics with the Redis Cluster read node by node
 // and the order queues' depth at each scrape, until SIGINT or SIGTERM. Run
-// it as surge-ops: it needs INFO and CLUSTER NODES on Redis and passive
+// it as surge-exporter: it needs INFO and CLUSTER NODES on Redis and passive
 // declares on RabbitMQ.
 func runExporter(ctx context.Context, e *env, args []string) error {
 	fs := flag.NewFlagSet("exporter", flag.ContinueOnError)
