@@ -33,8 +33,12 @@ const (
 type Status string
 
 // The statuses an order moves through: accepted by the gateway, then
-// invoiced or rejected by a worker.
+// invoiced or rejected by a worker. Pending is a status read only: the
+// order is reserved and the request that reserved it has not answered
+// yet, so it may still be taken back (its publish failed) and answered
+// not taken; asked again, it reads accepted, invoiced or not found.
 const (
+	StatusPending  Status = "pending"
 	StatusAccepted Status = "accepted"
 	StatusInvoiced Status = "invoiced"
 	StatusRejected Status = "rejected"

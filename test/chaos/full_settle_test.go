@@ -24,7 +24,7 @@ func TestFullClusterStillInvoices(t *testing.T) {
 	sku := testenv.Unique("chaos-full-settle-")
 	p.loadStock(sku, 10)
 	var ids []string
-	for _, c := range []string{"buyer-1", "buyer-2"} {
+	for _, c := range []string{sku + "-1", sku + "-2"} {
 		a := p.order(t, sku, c, "k1")
 		if a.Status != http.StatusAccepted {
 			t.Fatalf("order before the cluster fills: %+v", a)
@@ -32,7 +32,7 @@ func TestFullClusterStillInvoices(t *testing.T) {
 		ids = append(ids, a.OrderID)
 	}
 	fill(t, ctx, p, "1")
-	if a := p.order(t, sku, "late", "k1"); a.Status != http.StatusServiceUnavailable || a.Error.Code != "unavailable" {
+	if a := p.order(t, sku, sku+"-late", "k1"); a.Status != http.StatusServiceUnavailable || a.Error.Code != "unavailable" {
 		t.Fatalf("new order on a full cluster: %+v, want 503 unavailable", a)
 	}
 	p.startWorker()
