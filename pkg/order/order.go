@@ -49,7 +49,7 @@ const (
 	// ReasonCompensated: MySQL refused an order the gateway had accepted
 	// because the product had no unit left there. Redis sold a unit MySQL
 	// did not have: a failover lost Redis writes (replication is
-	// asynchronous), or stock was lowered under open reservations. It is
+	// asynchronous); a restock below open reservations is refused. It is
 	// the one way an accepted order ends without an invoice; the worker,
 	// the reconciler and the metrics count it.
 	ReasonCompensated = "sold_out_after_acceptance"
