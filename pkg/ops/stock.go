@@ -64,8 +64,7 @@ func (s *Stock) Load(ctx context.Context, sku string, req admin.LoadRequest) (ad
 			case errors.As(err, &below):
 				return false, fmt.Errorf("stock not changed: %w", err)
 			}
-			keep := next.Stock >= prev.Stock
-			held := map[bool]int{true: next.Stock, false: prev.Stock}[keep]
+			keep, held := next.Stock >= prev.Stock, max(next.Stock, prev.Stock)
 			return keep, fmt.Errorf("load stock into Redis (MySQL holds stock=%d; load again): %w", held, err)
 		})
 	switch {
