@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=allow-oom
 -- lock_acquire: take a lock lease and issue its fencing token.
 -- KEYS[1] {lock:NAME}        the lease, holding the holder's random token
 -- KEYS[2] {lock:NAME}:fence  the last fencing token issued for NAME
@@ -24,6 +24,9 @@
 -- step, which bounds its memory on keys locked once (per-order locks).
 -- Numbers stay below 2^53, exact in Lua's doubles; string.format('%d')
 -- avoids Lua's 14-digit %g when storing them.
+-- Runs even when memory is full (maxmemory): the worker takes this lock to
+-- settle an accepted order, which writes a few bytes and frees the
+-- reservation; refusing it would stop invoicing until memory falls.
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   if redis.call('GET', KEYS[1]) ~= ARGV[1] then
     return 0

@@ -170,7 +170,8 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	hints := &gateway.SoldOutHints{TTL: cfg.SoldOutHintTTL}
 	orders := gateway.New(gateway.Service{Stock: st, Idem: claims, Queue: pub, Catalog: catalog{eng.db}, Log: log,
 		SoldOut: hints, Observer: gatewayObserver(limited, tel, topo.Exchange)})
-	tracker := &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st}
+	tracker := &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st,
+		Undoable: undoable(cfg, orders)}
 	api := &httpapi.Server{
 		Orders:     orders,
 		Status:     tracker,
@@ -307,4 +308,15 @@ func gatewayObserver(limited bool, tel *telemetry.Tracing, exchange string) gate
 		return counted
 	}
 	return gateway.Observe(counted, telemetry.GatewayObserver{T: tel, Exchange: exchange})
+}
+
+// undoable is how long after reserving a request may still take its
+// reservation back: the wait for replicas (when reservations wait for
+// them), the wait for the broker's confirm, then the undo itself.
+func undoable(cfg GatewayConfig, orders *gateway.Service) time.Duration {
+	d := cfg.ConfirmTimeout + orders.CleanupTimeout
+	if cfg.ReserveWaitReplicas > 0 {
+		d += cfg.ReserveWaitTimeout
+	}
+	return d
 }

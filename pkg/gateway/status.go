@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"surge/pkg/order"
 )
@@ -32,9 +33,12 @@ type Lookup interface {
 	Lookup(ctx context.Context, id string) (order.Order, error)
 }
 
-// StateReader reads the per-order state on the SKU's slot.
+// StateReader reads the per-order state on the SKU's slot and how long ago
+// the order's open reservation was made, by the clock of the master that
+// stamped it (negative when the order holds none). *stock.Stock
+// implements it.
 type StateReader interface {
-	State(ctx context.Context, sku, orderID string) (string, error)
+	OrderState(ctx context.Context, sku, orderID string) (string, time.Duration, error)
 }
 
 // Tracker answers order status queries: MySQL first (the truth for final
@@ -43,6 +47,15 @@ type Tracker struct {
 	Ledger Ledger
 	Idem   Lookup
 	Stock  StateReader
+	// Undoable is the longest time after its reservation that the request
+	// which reserved an order may still take it back and answer 503
+	// unavailable: its wait for the broker's confirm plus its cleanup (the
+	// undo). An order reserved by that request and not repeated since
+	// (state A) is reported pending until its reservation is that old, so
+	// the status never says accepted before the order is. No write on the
+	// accepting path marks the answer; the reservation's own time on the
+	// master's clock does. Zero reports such orders accepted at once.
+	Undoable time.Duration
 }
 
 // Status returns the order's view or an error wrapping order.ErrNotFound.
@@ -61,14 +74,28 @@ func (t *Tracker) Status(ctx context.Context, id string) (OrderView, error) {
 	if err != nil {
 		return OrderView{}, unavailableUnless(err, order.ErrNotFound)
 	}
-	st, err := t.Stock.State(ctx, o.SKU, id)
+	st, age, err := t.Stock.OrderState(ctx, o.SKU, id)
 	if err != nil {
 		return OrderView{}, fmt.Errorf("%w: %w", order.ErrUnavailable, err)
 	}
 	if !inFlight(st) {
 		return OrderView{}, fmt.Errorf("order %q: %w", id, order.ErrNotFound)
 	}
-	return OrderView{OrderID: id, Status: order.StatusAccepted, SKU: o.SKU, Qty: o.Qty, CustomerID: o.CustomerID}, nil
+	status := order.StatusAccepted
+	if t.mayBeUndone(st, age) {
+		status = order.StatusPending
+	}
+	return OrderView{OrderID: id, Status: status, SKU: o.SKU, Qty: o.Qty, CustomerID: o.CustomerID}, nil
+}
+
+// mayBeUndone tells whether the request that reserved an order may still
+// take the reservation back (lua/release.lua's undo): only that request
+// can, only in state A (a repeat turns it into P, after which nobody
+// can), and only until Undoable has passed since the reservation. The
+// reserve script stamps the reservation with the master's clock and the
+// age is read on the same master, so no gateway's clock is involved.
+func (t *Tracker) mayBeUndone(st string, age time.Duration) bool {
+	return st == "A" && age >= 0 && age < t.Undoable
 }
 
 // inFlight tells whether an order state (keys.OrderState) belongs to an

@@ -17,7 +17,7 @@ import (
 // ProductStore is the MySQL side of stock operations. *store.Store
 // implements it.
 type ProductStore interface {
-	SetStock(ctx context.Context, sku string, stock int, name *string, priceCents *int64) (store.Product, error)
+	SetStockWith(ctx context.Context, sku string, stock int, name *string, priceCents *int64, load store.StockLoader) (store.Product, error)
 	Product(ctx context.Context, sku string) (store.Product, error)
 }
 
@@ -34,8 +34,15 @@ type Stock struct {
 	Redis StockCache
 }
 
-// Load creates the product when missing, sets its stock in MySQL (refused
-// with order.ErrConflict below what is sold), then loads it into Redis.
+// Load creates the product when missing and sets its stock in MySQL
+// (refused with order.ErrConflict below what MySQL sold) and in Redis
+// (refused with a *stock.BelowHeldError, which matches order.ErrConflict,
+// below what Redis holds sold or reserved right now). Redis is loaded
+// inside the MySQL transaction, the product row locked: a refusal from
+// either changes neither. When Redis fails without an answer (the load
+// may or may not have run), MySQL keeps the higher of the old and new
+// stock, so that it holds every unit Redis may sell; the error says to
+// load again.
 func (s *Stock) Load(ctx context.Context, sku string, req admin.LoadRequest) (admin.StockReport, error) {
 	if err := order.ValidateSKU(sku); err != nil {
 		return admin.StockReport{}, err
@@ -43,13 +50,28 @@ func (s *Stock) Load(ctx context.Context, sku string, req admin.LoadRequest) (ad
 	if err := req.Validate(); err != nil {
 		return admin.StockReport{}, err
 	}
-	p, err := s.DB.SetStock(ctx, sku, *req.Stock, req.Name, req.PriceCents)
-	if err != nil {
-		return admin.StockReport{}, fmt.Errorf("set stock in MySQL: %w", err)
-	}
-	v, err := s.Redis.SetStock(ctx, sku, p.Stock, p.Sold)
-	if err != nil {
-		return admin.StockReport{}, fmt.Errorf("load stock into Redis (MySQL already holds stock=%d; load again): %w", p.Stock, err)
+	var v stock.View
+	loaded := false
+	p, err := s.DB.SetStockWith(ctx, sku, *req.Stock, req.Name, req.PriceCents,
+		func(ctx context.Context, prev, next store.Product) (bool, error) {
+			var err error
+			v, err = s.Redis.SetStock(ctx, sku, next.Stock, next.Sold)
+			var below *stock.BelowHeldError
+			switch {
+			case err == nil:
+				loaded = true
+				return false, nil
+			case errors.As(err, &below):
+				return false, fmt.Errorf("stock not changed: %w", err)
+			}
+			keep, held := next.Stock >= prev.Stock, max(next.Stock, prev.Stock)
+			return keep, fmt.Errorf("load stock into Redis (MySQL holds stock=%d; load again): %w", held, err)
+		})
+	switch {
+	case err != nil && loaded:
+		return admin.StockReport{}, fmt.Errorf("set stock in MySQL (Redis already holds stock=%d; load again): %w", *req.Stock, err)
+	case err != nil:
+		return admin.StockReport{}, err
 	}
 	return report(sku, &p, v), nil
 }

@@ -33,8 +33,12 @@ const (
 type Status string
 
 // The statuses an order moves through: accepted by the gateway, then
-// invoiced or rejected by a worker.
+// invoiced or rejected by a worker. Pending is a status read only: the
+// order is reserved and the request that reserved it has not answered
+// yet, so it may still be taken back (its publish failed) and answered
+// not taken; asked again, it reads accepted, invoiced or not found.
 const (
+	StatusPending  Status = "pending"
 	StatusAccepted Status = "accepted"
 	StatusInvoiced Status = "invoiced"
 	StatusRejected Status = "rejected"
@@ -45,7 +49,7 @@ const (
 	// ReasonCompensated: MySQL refused an order the gateway had accepted
 	// because the product had no unit left there. Redis sold a unit MySQL
 	// did not have: a failover lost Redis writes (replication is
-	// asynchronous), or stock was lowered under open reservations. It is
+	// asynchronous); a restock below open reservations is refused. It is
 	// the one way an accepted order ends without an invoice; the worker,
 	// the reconciler and the metrics count it.
 	ReasonCompensated = "sold_out_after_acceptance"

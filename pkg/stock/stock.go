@@ -237,17 +237,6 @@ func (s *Stock) release(ctx context.Context, sku, orderID string, mode order.Rel
 	return int(n), nil
 }
 
-// SetStock sets sku's total stock in Redis, keeping sold units and open
-// reservations; mysqlSold seeds the sold counter of a SKU Redis has never
-// seen. It returns the resulting view.
-func (s *Stock) SetStock(ctx context.Context, sku string, total, mysqlSold int) (View, error) {
-	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.Sold(sku), keys.Stock(sku)}
-	if _, err := lua.Load.Run(ctx, s.rdb, ks, total, mysqlSold).Int64Slice(); err != nil {
-		return View{}, fmt.Errorf("load stock sku=%s: %w", sku, err)
-	}
-	return s.View(ctx, sku)
-}
-
 // View is one consistent snapshot of a SKU in Redis.
 type View struct {
 	SKU string `json:"sku"`

@@ -29,10 +29,25 @@ const productColumns = "sku, name, price_cents, stock, sold"
 // concurrent worker cannot sell between the check and the write. Setting
 // stock below what is already sold fails with order.ErrConflict.
 func (s *Store) SetStock(ctx context.Context, sku string, stock int, name *string, priceCents *int64) (Product, error) {
+	return s.SetStockWith(ctx, sku, stock, name, priceCents, nil)
+}
+
+// StockLoader puts a stock MySQL is about to commit somewhere else (Redis).
+// It runs inside SetStockWith's transaction, with the product row locked
+// and updated: prev is the row before, next after. Its error rolls the
+// change back, unless keep is true: MySQL then commits and the error is
+// still returned.
+type StockLoader func(ctx context.Context, prev, next Product) (keep bool, err error)
+
+// SetStockWith is SetStock that runs load before committing, while the
+// row is locked, so that no worker sells in MySQL between the two and a
+// load refused elsewhere leaves MySQL unchanged. A nil load is SetStock.
+func (s *Store) SetStockWith(ctx context.Context, sku string, stock int, name *string, priceCents *int64, load StockLoader) (Product, error) {
 	if err := validateStock(sku, stock, name, priceCents); err != nil {
 		return Product{}, err
 	}
 	var p Product
+	var kept error
 	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
 		var newName string
 		var newPrice int64
@@ -55,8 +70,9 @@ func (s *Store) SetStock(ctx context.Context, sku string, stock int, name *strin
 			return fmt.Errorf("lock product sku=%s: %w", sku, err)
 		}
 		if stock < p.Sold {
-			return fmt.Errorf("set stock sku=%s to %d: %w: sold=%d already", sku, stock, order.ErrConflict, p.Sold)
+			return fmt.Errorf("set stock sku=%s to %d: %w: sold=%d already in MySQL; set it to at least %d", sku, stock, order.ErrConflict, p.Sold, p.Sold)
 		}
+		prev := p
 		p.Stock = stock
 		if name != nil {
 			p.Name = *name
@@ -69,12 +85,20 @@ func (s *Store) SetStock(ctx context.Context, sku string, stock int, name *strin
 		if err != nil {
 			return fmt.Errorf("update product sku=%s: %w", sku, err)
 		}
-		return nil
+		if load == nil {
+			return nil
+		}
+		keep, err := load(ctx, prev, p)
+		if keep {
+			kept = err
+			return nil
+		}
+		return err
 	})
 	if err != nil {
 		return Product{}, err
 	}
-	return p, nil
+	return p, kept
 }
 
 func validateStock(sku string, stock int, name *string, priceCents *int64) error {

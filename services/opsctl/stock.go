@@ -25,8 +25,9 @@ func init() {
 const stockUsage = `opsctl stock load SKU --stock N [--name S] [--price-cents N] [--json]
        opsctl stock show SKU [--json]
 load sets a SKU's stock in MySQL (creating the product when missing) and loads it
-into Redis; it is refused below what is already sold. show prints the Redis and
-MySQL views side by side.
+into Redis, both or neither; it is refused below what is sold plus what is
+reserved right now (the message names both and the lowest stock allowed). show
+prints the Redis and MySQL views side by side.
 flags:
   --stock N         load: total stock, N >= 0 (required)
   --name S          load: product name

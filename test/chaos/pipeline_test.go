@@ -35,6 +35,7 @@ type pipeline struct {
 	redis *cluster.Client
 	stock *stock.Stock
 	pub   *queue.Publisher // the reconciler's, to publish late orders again
+	wcfg  app.WorkerConfig
 }
 
 func logger() *slog.Logger {
@@ -45,6 +46,15 @@ func logger() *slog.Logger {
 }
 
 func startPipeline(t *testing.T) *pipeline {
+	t.Helper()
+	p := startGatewayOnly(t)
+	p.startWorker()
+	return p
+}
+
+// startGatewayOnly is startPipeline with no worker running: accepted
+// orders wait in the queue until startWorker.
+func startGatewayOnly(t *testing.T) *pipeline {
 	t.Helper()
 	var c config.Common
 	if err := config.Load(&c); err != nil {
@@ -65,9 +75,8 @@ func startPipeline(t *testing.T) *pipeline {
 	var g *app.Gateway
 	p.url, g = apptest.Gateway(t, apptest.GatewayConfig(t, c, adminToken), logger())
 	p.admin = apptest.AdminURL(g)
-	wcfg := apptest.WorkerConfig(t, c)
-	wcfg.Prefetch, wcfg.Concurrency = 64, 16
-	apptest.Worker(t, wcfg, logger())
+	p.wcfg = apptest.WorkerConfig(t, c)
+	p.wcfg.Prefetch, p.wcfg.Concurrency = 64, 16
 	var err error
 	if p.db, err = store.Open(context.Background(), c.MySQL.DSN, store.Options{}); err != nil {
 		t.Fatal(err)
@@ -85,6 +94,12 @@ func startPipeline(t *testing.T) *pipeline {
 	}
 	t.Cleanup(func() { _ = p.pub.Close() })
 	return p
+}
+
+// startWorker starts the pipeline's worker pool, stopped at cleanup.
+func (p *pipeline) startWorker() {
+	p.t.Helper()
+	apptest.Worker(p.t, p.wcfg, logger())
 }
 
 func newClusterClient(t *testing.T) *cluster.Client {
