@@ -278,3 +278,72 @@ func TestWindowsFollowTheRedisClock(t *testing.T) {
 		t.Fatalf("key reused after expiry: %+v %v, want a new order, not %s", again, err, first.OrderID)
 	}
 }
+
+// TestExistingDecidesByTheMastersClock: Existing answers the gateway's
+// "not taken" (Refused), so it must find every live record whatever the
+// gateway's clock says, as admit does: by the master's clock. A gateway
+// one or two windows ahead or behind still finds the record the key made
+// (in the master's current window or the one before), and for a key with
+// no record names the order a claim would create.
+func TestExistingDecidesByTheMastersClock(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	const ttl = time.Hour
+	exact := idem.New(rdb, ttl)
+	skewed := func(d time.Duration) *idem.Records {
+		return exact.WithClock(func() time.Time { return time.Now().Add(d) })
+	}
+	c := customer(t, rdb, ttl, "cur", "prev", "new")
+	o := buy(c, 1)
+	made, err := exact.Claim(ctx, o, "cur", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A record made in the window before the master's current one (a
+	// claim near the end of that window), as admit would have made it.
+	prevID := previousWindowRecord(t, rdb, o, "prev", ttl)
+	for _, skew := range []time.Duration{-2 * ttl, -ttl, 0, ttl, 2 * ttl} {
+		r := skewed(skew)
+		for key, want := range map[string]string{"cur": made.OrderID, "prev": prevID} {
+			id, open, err := r.Existing(ctx, o, key)
+			if err != nil || !open || id != want {
+				t.Errorf("gateway clock %v off, key %s: id=%s open=%v err=%v, want open %s", skew, key, id, open, err, want)
+			}
+		}
+		id, open, err := r.Existing(ctx, o, "new")
+		if err != nil || open {
+			t.Errorf("gateway clock %v off, new key: id=%s open=%v err=%v, want not open", skew, id, open, err)
+			continue
+		}
+		if want := wouldCreate(t, rdb, ttl, o, "new"); id != want {
+			t.Errorf("gateway clock %v off, new key: id %s, want %s (the one a claim creates now)", skew, id, want)
+		}
+	}
+}
+
+// previousWindowRecord writes the record a claim of key made in the window
+// before the current one, and returns its order id.
+func previousWindowRecord(t *testing.T, rdb *redis.ClusterClient, o order.Order, key string, ttl time.Duration) string {
+	t.Helper()
+	w := order.Window(time.Now(), ttl)
+	id := order.IDFor(o.CustomerID, key, w-1)
+	if err := rdb.Set(context.Background(), keys.Idem(id), o.Fingerprint()+"#n0", ttl).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// wouldCreate is the id a claim of key names now, found by claiming it
+// and forgetting the record again.
+func wouldCreate(t *testing.T, rdb *redis.ClusterClient, ttl time.Duration, o order.Order, key string) string {
+	t.Helper()
+	r := idem.New(rdb, ttl)
+	c, err := r.Claim(context.Background(), o, key, false)
+	if err != nil || !c.Created {
+		t.Fatalf("claim %s: %+v %v", key, c, err)
+	}
+	if ok, err := r.Forget(context.Background(), c); !ok || err != nil {
+		t.Fatalf("forget %s: %v %v", key, ok, err)
+	}
+	return c.OrderID
+}
