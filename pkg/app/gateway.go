@@ -90,10 +90,15 @@ type GatewayConfig struct {
 	Tracing
 }
 
-// Validate checks the common settings, then refuses a weak admin token
-// on an admin API reachable from the network (config.CheckAdminToken).
+// Validate checks the common settings, refuses an idempotency TTL below
+// the floor of every retry horizon this gateway announces (Horizons), then
+// a weak admin token on an admin API reachable from the network
+// (config.CheckAdminToken).
 func (c *GatewayConfig) Validate() error {
 	if err := c.Common.Validate(); err != nil {
+		return err
+	}
+	if err := config.CheckIdempotencyTTL(c.IdempotencyTTL, c.Horizons()...); err != nil {
 		return err
 	}
 	// The admin API and the console are served on AdminAddr.
@@ -102,6 +107,27 @@ func (c *GatewayConfig) Validate() error {
 	}
 	return nil
 }
+
+// Horizons are the retry horizons this gateway announces beyond the
+// fixed Retry-After values (config.RetryAfterHorizons): the reconciler's
+// grace, within which an unknown outcome settles; the confirm timeout,
+// after which a publish is answered unknown; and the longest wait each
+// rate limit can ask for (one request's interval, 1/rate: a refused retry
+// of an open order is answered unknown with that Retry-After).
+func (c *GatewayConfig) Horizons() []config.Horizon {
+	rl := ratelimit.NewConfig(c.RateLimit)
+	hs := []config.Horizon{c.Reconcile.Horizon(), {Name: "SURGE_CONFIRM_TIMEOUT", After: c.ConfirmTimeout}}
+	if rl.CustomerRate > 0 {
+		hs = append(hs, config.Horizon{Name: "SURGE_RATE_LIMIT_CUSTOMER_RATE", After: interval(rl.CustomerRate)})
+	}
+	if rl.IPRate > 0 {
+		hs = append(hs, config.Horizon{Name: "SURGE_RATE_LIMIT_IP_RATE", After: interval(rl.IPRate)})
+	}
+	return hs
+}
+
+// interval is the time one request takes to come back at rate per second.
+func interval(rate float64) time.Duration { return time.Duration(float64(time.Second) / rate) }
 
 // Gateway is the running gateway.
 type Gateway struct {
