@@ -189,12 +189,12 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 		Stock:      stockAdmin{&ops.Stock{DB: eng.db, Redis: st}, prods, hints, log},
 		AdminToken: cfg.AdminToken,
 		Log:        log,
-		Ready: []httpapi.Check{
-			{Name: "redis", Ping: eng.redis.Ready},
-			{Name: "rabbitmq", Ping: eng.mq.Ping},
-			{Name: "mysql", Ping: eng.db.Ping},
-		},
 	}
+	// Taking an order needs Redis and RabbitMQ only: MySQL's state is the
+	// admin listener's (and the console's) to show.
+	redisUp, mqUp := httpapi.Check{Name: "redis", Ping: eng.redis.Ready}, httpapi.Check{Name: "rabbitmq", Ping: eng.mq.Ping}
+	api.Ready = []httpapi.Check{redisUp, mqUp}
+	api.AdminReady = []httpapi.Check{redisUp, mqUp, {Name: "mysql", Ping: eng.db.Ping}}
 	api.IPLimit, api.LimitObserver = ipLimit(eng.fast, cfg.RateLimit), metrics.LimitObserver{}
 	api.TrustedProxies = trusted
 	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st, tel: tel}
