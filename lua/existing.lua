@@ -5,9 +5,10 @@
 -- would. It writes nothing, so it also answers on a full node (maxmemory).
 -- KEYS[1..4] {cust:TAG}:idem:<order_id> the records the key would have in
 --            the idempotency windows W-2, W-1, W, W+1, W being the caller's
---            (order.IDFor, order.Window)
+--            (order.IDFor, order.KeyWindow)
 -- ARGV[1] window length (the records' TTL), milliseconds
 -- ARGV[2] W
+-- ARGV[3] the key's phase, milliseconds (order.Phase)
 -- Returns, with cur this master's current window:
 --   {i, record}   the record found (live records are in cur or cur-1), i its
 --                 index (1-4) among KEYS
@@ -15,7 +16,7 @@
 --   {0, cur}      cur is not among W-1..W+1: ask again with W = cur
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local cur = math.floor(now_ms / tonumber(ARGV[1]))
+local cur = math.floor((now_ms + tonumber(ARGV[3])) / tonumber(ARGV[1]))
 local d = cur - tonumber(ARGV[2])
 if d < -1 or d > 1 then
   return {0, cur}

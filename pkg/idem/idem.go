@@ -35,7 +35,8 @@ type Records struct {
 }
 
 // New returns Records on rdb; ttl <= 0 means 24h. The TTL is also the
-// length of the windows order ids are derived in (order.Window).
+// length of the windows order ids are derived in (order.KeyWindow: each
+// key's own, shifted by its phase).
 func New(rdb redis.Cmdable, ttl time.Duration) *Records {
 	if ttl <= 0 {
 		ttl = 24 * time.Hour
@@ -98,7 +99,8 @@ const (
 // the budget is spent once.
 func (r *Records) Claim(ctx context.Context, o order.Order, key string, soldOut bool) (order.Claim, error) {
 	fp := o.Fingerprint()
-	w := order.Window(r.now(), r.ttl)
+	phase := order.Phase(o.CustomerID, key, r.ttl)
+	w := order.Window(r.now().Add(phase), r.ttl)
 	ids := order.IDsFor(o.CustomerID, key, w-2, 4)
 	ks := []string{keys.CustomerRate(o.CustomerID)}
 	for _, id := range ids {
@@ -109,7 +111,8 @@ func (r *Records) Claim(ctx context.Context, o order.Order, key string, soldOut 
 	if soldOut {
 		mark = "1"
 	}
-	res, err := lua.Admit.Run(ctx, r.rdb, ks, r.interval, r.burst, fp, r.ttl.Milliseconds(), c.Nonce, w, mark).Slice()
+	res, err := lua.Admit.Run(ctx, r.rdb, ks, r.interval, r.burst, fp, r.ttl.Milliseconds(), c.Nonce, w, mark,
+		phase.Milliseconds()).Slice()
 	if err != nil {
 		return c, fmt.Errorf("claim idempotency record customer=%s: %w", o.CustomerID, err)
 	}
@@ -193,7 +196,8 @@ func fingerprint(rec string) string {
 // On an error the id is the one of this clock's window: the best guess
 // for the order an unknown outcome names.
 func (r *Records) Existing(ctx context.Context, o order.Order, key string) (id string, open bool, err error) {
-	w := order.Window(r.now(), r.ttl)
+	phase := order.Phase(o.CustomerID, key, r.ttl)
+	w := order.Window(r.now().Add(phase), r.ttl)
 	guess := order.IDFor(o.CustomerID, key, w)
 	for range 2 {
 		ids := order.IDsFor(o.CustomerID, key, w-2, 4)
@@ -201,7 +205,7 @@ func (r *Records) Existing(ctx context.Context, o order.Order, key string) (id s
 		for i, id := range ids {
 			ks[i] = keys.Idem(id)
 		}
-		res, err := lua.Existing.Run(ctx, r.rdb, ks, r.ttl.Milliseconds(), w).Slice()
+		res, err := lua.Existing.Run(ctx, r.rdb, ks, r.ttl.Milliseconds(), w, phase.Milliseconds()).Slice()
 		if err != nil {
 			return guess, false, fmt.Errorf("look up idempotency records customer=%s: %w", o.CustomerID, err)
 		}

@@ -3,6 +3,7 @@ package idem_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -142,7 +143,7 @@ func TestLimitedRefusesPastBurstWithoutClaiming(t *testing.T) {
 	if !errors.Is(err, order.ErrRateLimited) || !errors.As(err, &rl) || rl.RetryAfter <= 0 || rl.RetryAfter > 100*time.Second {
 		t.Fatalf("past the burst: %v, want a RateLimitedError with retry in (0, 100s]", err)
 	}
-	w := order.Window(time.Now(), time.Minute)
+	w := order.KeyWindow(c, "k3", time.Now(), time.Minute)
 	if n, err := rdb.Exists(ctx, keys.Idem(order.IDFor(c, "k3", w))).Result(); err != nil || n != 0 {
 		t.Fatalf("refused claim left a record (exists=%d, err %v)", n, err)
 	}
@@ -325,7 +326,7 @@ func TestExistingDecidesByTheMastersClock(t *testing.T) {
 // before the current one, and returns its order id.
 func previousWindowRecord(t *testing.T, rdb *redis.ClusterClient, o order.Order, key string, ttl time.Duration) string {
 	t.Helper()
-	w := order.Window(time.Now(), ttl)
+	w := order.KeyWindow(o.CustomerID, key, time.Now(), ttl)
 	id := order.IDFor(o.CustomerID, key, w-1)
 	if err := rdb.Set(context.Background(), keys.Idem(id), o.Fingerprint()+"#n0", ttl).Err(); err != nil {
 		t.Fatal(err)
@@ -346,4 +347,57 @@ func wouldCreate(t *testing.T, rdb *redis.ClusterClient, ttl time.Duration, o or
 		t.Fatalf("forget %s: %v %v", key, ok, err)
 	}
 	return c.OrderID
+}
+
+// TestLostRecordsDoNotAllCrossOneBoundary: a failover lost the records of
+// keys claimed just before a window's end (here 1s windows), and their
+// retries come moments later. Were every key's windows to begin at the
+// same instant (whole seconds here, 00:00 UTC with the default 24h), every
+// such retry would cross it and name a new order; each (customer, key)
+// has its own phase, so only the few whose boundary falls between the
+// claim and the retry do.
+func TestLostRecordsDoNotAllCrossOneBoundary(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	const ttl, n = time.Second, 50
+	r := idem.New(rdb, ttl)
+	ks := make([]string, n)
+	for i := range ks {
+		ks[i] = fmt.Sprint("k", i)
+	}
+	o := buy(customer(t, rdb, ttl, ks...), 1)
+	for time.Now().UnixMilli()%1000 != 700 {
+		time.Sleep(200 * time.Microsecond)
+	}
+	first := make([]order.Claim, n)
+	for i, k := range ks {
+		c, err := r.Claim(ctx, o, k, false)
+		if err != nil || !c.Created {
+			t.Fatalf("claim %s: %+v %v", k, c, err)
+		}
+		first[i] = c
+	}
+	for _, c := range first { // lost in a failover
+		if ok, err := r.Forget(ctx, c); !ok || err != nil {
+			t.Fatalf("drop the record of %s: %v %v", c.OrderID, ok, err)
+		}
+	}
+	for time.Now().UnixMilli()%1000 != 100 { // past the next whole second
+		time.Sleep(200 * time.Microsecond)
+	}
+	renamed := 0
+	for i, k := range ks {
+		c, err := r.Claim(ctx, o, k, false)
+		if err != nil {
+			t.Fatalf("retry %s: %v", k, err)
+		}
+		if c.OrderID != first[i].OrderID {
+			renamed++
+		}
+	}
+	// About 40% (400ms of a 1s window) name a new order; every one of
+	// them would with a boundary shared by all keys.
+	if renamed > n*4/5 {
+		t.Fatalf("%d of %d retries named a new order: the keys share their windows' boundary", renamed, n)
+	}
 }
