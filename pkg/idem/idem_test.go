@@ -350,25 +350,26 @@ func wouldCreate(t *testing.T, rdb *redis.ClusterClient, ttl time.Duration, o or
 }
 
 // TestLostRecordsDoNotAllCrossOneBoundary: a failover lost the records of
-// keys claimed just before a window's end (here 1s windows), and their
+// keys claimed just before a window's end (here 4s windows), and their
 // retries come moments later. Were every key's windows to begin at the
-// same instant (whole seconds here, 00:00 UTC with the default 24h), every
-// such retry would cross it and name a new order; each (customer, key)
-// has its own phase, so only the few whose boundary falls between the
-// claim and the retry do.
+// same instant (multiples of 4s here, 00:00 UTC with the default 24h),
+// every such retry would cross it and name a new order; each (customer,
+// key) has its own phase, so only the few whose boundary falls between
+// the claim and the retry do.
 func TestLostRecordsDoNotAllCrossOneBoundary(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
-	const ttl, n = time.Second, 50
+	const ttl, n = 4 * time.Second, 50
 	r := idem.New(rdb, ttl)
 	ks := make([]string, n)
 	for i := range ks {
 		ks[i] = fmt.Sprint("k", i)
 	}
 	o := buy(customer(t, rdb, ttl, ks...), 1)
-	for time.Now().UnixMilli()%1000 != 700 {
+	for time.Now().UnixMilli()%ttl.Milliseconds() != ttl.Milliseconds()-300 {
 		time.Sleep(200 * time.Microsecond)
 	}
+	boundary := time.UnixMilli(time.Now().UnixMilli() + 300)
 	first := make([]order.Claim, n)
 	for i, k := range ks {
 		c, err := r.Claim(ctx, o, k, false)
@@ -382,7 +383,7 @@ func TestLostRecordsDoNotAllCrossOneBoundary(t *testing.T) {
 			t.Fatalf("drop the record of %s: %v %v", c.OrderID, ok, err)
 		}
 	}
-	for time.Now().UnixMilli()%1000 != 100 { // past the next whole second
+	for time.Now().Before(boundary.Add(100 * time.Millisecond)) { // past the shared boundary
 		time.Sleep(200 * time.Microsecond)
 	}
 	renamed := 0
@@ -395,8 +396,8 @@ func TestLostRecordsDoNotAllCrossOneBoundary(t *testing.T) {
 			renamed++
 		}
 	}
-	// About 40% (400ms of a 1s window) name a new order; every one of
-	// them would with a boundary shared by all keys.
+	// About a tenth (400ms and the claims' time, of 4s) name a new
+	// order; every one of them would with a boundary shared by all keys.
 	if renamed > n*4/5 {
 		t.Fatalf("%d of %d retries named a new order: the keys share their windows' boundary", renamed, n)
 	}
