@@ -7,7 +7,8 @@
 --            idempotency windows W-2, W-1, W, W+1, W being the caller's
 --            (order.IDFor, order.KeyWindow). This master's clock, shifted
 --            by the key's phase, decides the current window: live records
---            are in it or the one before.
+--            are in it or the one before (or, made by a gateway from before
+--            keys had phases, the one before that).
 -- ARGV[1] emission interval: microseconds between requests at the
 --         sustained rate (1e6 / rate per second)
 -- ARGV[2] burst: requests that may arrive at once; 0 turns the limit off
@@ -30,13 +31,19 @@ if d < -1 or d > 1 then
   return redis.error_reply('ERR the gateway clock is an idempotency window or more off this master')
 end
 local cur = 4 + d
+-- A live record made under windows without phases (a gateway from before
+-- them) may be two windows back; none made since can be, so reading it is
+-- always safe. KEYS[1] is the budget: with cur at 3 the read repeats cur - 1.
+local back = math.max(cur - 2, 2)
 local i, v
--- One read for the budget and both records (each call costs).
-local found = redis.call('MGET', KEYS[1], KEYS[cur - 1], KEYS[cur])
+-- One read for the budget and the records (each call costs).
+local found = redis.call('MGET', KEYS[1], KEYS[back], KEYS[cur - 1], KEYS[cur])
 if found[2] then
-  i, v = cur - 1, found[2]
+  i, v = back, found[2]
 elseif found[3] then
-  i, v = cur, found[3]
+  i, v = cur - 1, found[3]
+elseif found[4] then
+  i, v = cur, found[4]
 end
 if v and string.match(v, '#([^#]*)$') == ARGV[5] then
   return {1, i - 1, false}

@@ -10,8 +10,9 @@
 -- ARGV[2] W
 -- ARGV[3] the key's phase, milliseconds (order.Phase)
 -- Returns, with cur this master's current window:
---   {i, record}   the record found (live records are in cur or cur-1), i its
---                 index (1-4) among KEYS
+--   {i, record}   the record found (live records are in cur or cur-1, or
+--                 cur-2 when made before keys had phases), i its index
+--                 (1-4) among KEYS
 --   {i, false}    no record; i is the index of cur: a claim now creates it
 --   {0, cur}      cur is not among W-1..W+1: ask again with W = cur
 local t = redis.call('TIME')
@@ -22,8 +23,14 @@ if d < -1 or d > 1 then
   return {0, cur}
 end
 local i = 3 + d
-local found = redis.call('MGET', KEYS[i - 1], KEYS[i])
+-- Two windows back: a live record made by a gateway from before keys had
+-- phases (see lua/admit.lua); with i at 2 the read repeats i - 1.
+local back = math.max(i - 2, 1)
+local found = redis.call('MGET', KEYS[back], KEYS[i - 1], KEYS[i])
 if found[1] then
-  return {i - 1, found[1]}
+  return {back, found[1]}
 end
-return {i, found[2]}
+if found[2] then
+  return {i - 1, found[2]}
+end
+return {i, found[3]}

@@ -402,3 +402,26 @@ func TestLostRecordsDoNotAllCrossOneBoundary(t *testing.T) {
 		t.Fatalf("%d of %d retries named a new order: the keys share their windows' boundary", renamed, n)
 	}
 }
+
+// TestLiveRecordTwoWindowsBack: a record made under the windows of a
+// gateway from before keys had phases can sit two of its key's windows
+// back while it lives (a rolling upgrade). A live record names its order:
+// a claim finds it as a retry, and Existing as open.
+func TestLiveRecordTwoWindowsBack(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	const ttl = time.Hour
+	r := idem.New(rdb, ttl)
+	o := buy(customer(t, rdb, ttl, "old"), 1)
+	w := order.KeyWindow(o.CustomerID, "old", time.Now(), ttl)
+	id := order.IDFor(o.CustomerID, "old", w-2)
+	if err := rdb.Set(ctx, keys.Idem(id), o.Fingerprint()+"#n0", ttl).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, open, err := r.Existing(ctx, o, "old"); err != nil || !open || got != id {
+		t.Fatalf("existing: %s open=%v err=%v, want open %s", got, open, err, id)
+	}
+	if c, err := r.Claim(ctx, o, "old", false); err != nil || c.Created || c.OrderID != id {
+		t.Fatalf("claim: %+v %v, want a retry of %s", c, err, id)
+	}
+}
