@@ -47,6 +47,9 @@ export SURGE_AMQP_QUEUE="bench.orders.created"
 export SURGE_AMQP_DEAD_QUEUE="bench.orders.dead"
 export SURGE_MYSQL_DSN="${BENCH_MYSQL_DSN:-root@tcp(127.0.0.1:3306)/surge_bench}"
 export SURGE_IDEMPOTENCY_TTL="${BENCH_IDEMPOTENCY_TTL:-2m}"
+# The TTL must be at least twice the reconciler's grace (the gateway refuses a shorter one);
+# nothing reconciles during a run, so a 1m grace keeps the 2m TTL.
+export SURGE_RECONCILE_GRACE="${BENCH_RECONCILE_GRACE:-1m}"
 export SURGE_LOG_LEVEL="${SURGE_LOG_LEVEL:-warn}"
 # Every request comes from this one machine, standing in for many shoppers: the per-IP budget
 # (one hot Redis key) would measure the generator's address, so it is off unless asked for.

@@ -19,3 +19,10 @@ var recordSrc string
 // Record forgets an idempotency record, or drops its sold-out mark, while
 // the caller still holds it (pkg/idem).
 var Record = redis.NewScript(recordSrc)
+
+//go:embed existing.lua
+var existingSrc string
+
+// Existing reads the idempotency record a key has, by the master's clock,
+// without claiming it (pkg/idem).
+var Existing = redis.NewScript(existingSrc)

@@ -153,8 +153,9 @@ func TestConformingExchanges(t *testing.T) {
 			`{"error":{"code":"conflict","message":"busy"},"report":{"started_at":"2026-03-01T10:00:00Z",`+
 				`"finished_at":"2026-03-01T10:00:01Z","dry_run":false,"summary":{"busy":1},`+
 				`"skus":[{"sku":"tshirt-42","outcome":"busy","attempts":0}],"exit_code":3}}`)},
-		{"not ready", newRequest(t, http.MethodGet, "/readyz", ""), jsonAnswer(503,
-			`{"redis":"ok","rabbitmq":"down: dial tcp 127.0.0.1:5672: connect: connection refused","mysql":"ok"}`)},
+		{"not ready", newRequest(t, http.MethodGet, "/readyz", ""), jsonAnswer(503, `{"redis":"ok","rabbitmq":"unavailable"}`)},
+		{"engines, detailed", admin(http.MethodGet, "/v1/admin/readyz", ""), jsonAnswer(503,
+			`{"redis":"ok","rabbitmq":"ok","mysql":"down: dial tcp 127.0.0.1:3306: connect: connection refused"}`)},
 		{"metrics", newRequest(t, http.MethodGet, "/metrics", ""), &recorded{status: 200, body: "# TYPE up gauge\nup 1\n",
 			header: map[string]string{"Content-Type": "text/plain; version=0.0.4; charset=utf-8", "X-Request-Id": reqID}}},
 		{"document", newRequest(t, http.MethodGet, "/openapi.yaml", "", "X-Request-Id", "my.id:1"), &recorded{status: 200,

@@ -136,9 +136,9 @@ func assertNoRecord(t *testing.T, key string) {
 
 // recordKeys are the keys the idempotency record of a customer's key can
 // have now: in the current idempotency window (24h, the default) or a
-// neighbour (order.Window).
+// neighbour (order.KeyWindow).
 func recordKeys(customer, key string) []string {
-	w := order.Window(time.Now(), 24*time.Hour)
+	w := order.KeyWindow(customer, key, time.Now(), 24*time.Hour)
 	return []string{keys.Idem(order.IDFor(customer, key, w-1)), keys.Idem(order.IDFor(customer, key, w)),
 		keys.Idem(order.IDFor(customer, key, w+1))}
 }

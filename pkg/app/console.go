@@ -36,8 +36,8 @@ func mountConsole(d consoleDeps) (closeConsole func()) {
 		user, password = d.cfg.ConsoleRedisUser, d.cfg.ConsoleRedisPassword
 	}
 	prober := redisnode.NewProber(redisnode.Options{Username: user, Password: password})
-	checks := make([]console.Probe, len(d.api.Ready))
-	for i, c := range d.api.Ready {
+	checks := make([]console.Probe, len(d.api.AdminReady))
+	for i, c := range d.api.AdminReady {
 		checks[i] = console.Probe{Name: c.Name, Ping: c.Ping}
 	}
 	c := &console.Console{

@@ -46,6 +46,7 @@ func TestContractRoutes(t *testing.T) {
 	}{
 		{p.URL, "/healthz", nil, http.StatusOK},
 		{p.URL, "/readyz", nil, http.StatusOK},
+		{p.Admin, "/v1/admin/readyz", []string{"Authorization", "Bearer " + p.Token}, http.StatusOK},
 		{p.Admin, "/v1/admin/stock/" + sku, []string{"Authorization", "Bearer " + p.Token}, http.StatusOK},
 		{p.Admin, "/v1/admin/stock/" + testenv.Unique("nosuch-"), []string{"Authorization", "Bearer " + p.Token}, http.StatusNotFound},
 		{p.Admin, "/v1/admin/stock/" + sku, []string{"Authorization", "Bearer wrong"}, http.StatusUnauthorized},

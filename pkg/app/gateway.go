@@ -93,13 +93,18 @@ type GatewayConfig struct {
 	Tracing
 }
 
-// Validate checks the common settings, then refuses a weak admin token
-// on an admin API reachable from the network (config.CheckAdminToken).
+// Validate checks the common settings, refuses an idempotency TTL below
+// the floor of every retry horizon this gateway announces (Horizons), then
+// a weak admin token on an admin API reachable from the network
+// (config.CheckAdminToken).
 func (c *GatewayConfig) Validate() error {
 	if err := c.Common.Validate(); err != nil {
 		return err
 	}
 	if err := c.CustomerAuth.Validate(); err != nil {
+		return err
+	}
+	if err := config.CheckIdempotencyTTL(c.IdempotencyTTL, c.Horizons()...); err != nil {
 		return err
 	}
 	// The admin API and the console are served on AdminAddr.
@@ -108,6 +113,27 @@ func (c *GatewayConfig) Validate() error {
 	}
 	return nil
 }
+
+// Horizons are the retry horizons this gateway announces beyond the
+// fixed Retry-After values (config.RetryAfterHorizons): the reconciler's
+// grace, within which an unknown outcome settles; the confirm timeout,
+// after which a publish is answered unknown; and the longest wait each
+// rate limit can ask for (one request's interval, 1/rate: a refused retry
+// of an open order is answered unknown with that Retry-After).
+func (c *GatewayConfig) Horizons() []config.Horizon {
+	rl := ratelimit.NewConfig(c.RateLimit)
+	hs := []config.Horizon{c.Reconcile.Horizon(), {Name: "SURGE_CONFIRM_TIMEOUT", After: c.ConfirmTimeout}}
+	if rl.CustomerRate > 0 {
+		hs = append(hs, config.Horizon{Name: "SURGE_RATE_LIMIT_CUSTOMER_RATE", After: interval(rl.CustomerRate)})
+	}
+	if rl.IPRate > 0 {
+		hs = append(hs, config.Horizon{Name: "SURGE_RATE_LIMIT_IP_RATE", After: interval(rl.IPRate)})
+	}
+	return hs
+}
+
+// interval is the time one request takes to come back at rate per second.
+func interval(rate float64) time.Duration { return time.Duration(float64(time.Second) / rate) }
 
 // Gateway is the running gateway.
 type Gateway struct {
@@ -179,12 +205,12 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 		AdminToken: cfg.AdminToken,
 		Customers:  customers,
 		Log:        log,
-		Ready: []httpapi.Check{
-			{Name: "redis", Ping: eng.redis.Ready},
-			{Name: "rabbitmq", Ping: eng.mq.Ping},
-			{Name: "mysql", Ping: eng.db.Ping},
-		},
 	}
+	// Taking an order needs Redis and RabbitMQ only: MySQL's state is the
+	// admin listener's (and the console's) to show.
+	redisUp, mqUp := httpapi.Check{Name: "redis", Ping: eng.redis.Ready}, httpapi.Check{Name: "rabbitmq", Ping: eng.mq.Ping}
+	api.Ready = []httpapi.Check{redisUp, mqUp}
+	api.AdminReady = []httpapi.Check{redisUp, mqUp, {Name: "mysql", Ping: eng.db.Ping}}
 	api.IPLimit, api.LimitObserver = ipLimit(eng.fast, cfg.RateLimit), metrics.LimitObserver{}
 	api.TrustedProxies = trusted
 	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st, tel: tel, closeCustomers: closeCustomers}

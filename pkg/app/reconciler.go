@@ -31,6 +31,17 @@ type ReconcilerConfig struct {
 	MetricsAddr string `envconfig:"RECONCILE_METRICS_ADDR" default:"127.0.0.1:9102"`
 }
 
+// Validate checks the common settings, then refuses an idempotency TTL
+// shorter than the floor the grace sets: the orders this reconciler
+// publishes again after their grace must still be named by their key's
+// record.
+func (c *ReconcilerConfig) Validate() error {
+	if err := c.Common.Validate(); err != nil {
+		return err
+	}
+	return config.CheckIdempotencyTTL(c.IdempotencyTTL, c.Reconcile.Horizon())
+}
+
 // Reconciler is the running reconciler: the schedule (Serve) or one run
 // (Once).
 type Reconciler struct {

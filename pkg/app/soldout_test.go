@@ -33,7 +33,7 @@ func TestSoldOutHint(t *testing.T) {
 	if soldOut.Status != http.StatusConflict || soldOut.Error.Code != "sold_out" {
 		t.Fatalf("buyer after the last unit: %+v, want 409 sold_out", soldOut)
 	}
-	w := order.Window(time.Now(), 24*time.Hour)
+	w := order.KeyWindow(late, "k", time.Now(), 24*time.Hour)
 	for d := int64(-1); d <= 1; d++ {
 		lateID := order.IDFor(late, "k", w+d)
 		if n, err := rdb.Exists(ctx, keys.OrderState(sku, lateID)).Result(); err != nil || n != 0 {

@@ -114,8 +114,9 @@ type Common struct {
 	LogLevel string `envconfig:"LOG_LEVEL" default:"info"`
 	// IdempotencyTTL is how long idempotency records and per-order states
 	// live, and the length of the windows order ids are derived in:
-	// SURGE_IDEMPOTENCY_TTL, default 24h, at least 1s (per-order states
-	// expire in whole seconds).
+	// SURGE_IDEMPOTENCY_TTL, default 24h, at least IdempotencyFloor: twice
+	// the longest retry horizon the program announces (each program's
+	// Validate adds its own to the Retry-After values every gateway sends).
 	IdempotencyTTL time.Duration `envconfig:"IDEMPOTENCY_TTL" default:"24h"`
 	// OTLPEndpoint is where the gateway and the worker export their traces
 	// over OTLP/HTTP: SURGE_OTLP_ENDPOINT (http://collector:4318, or
@@ -123,15 +124,16 @@ type Common struct {
 	OTLPEndpoint string `envconfig:"OTLP_ENDPOINT"`
 }
 
-// MinIdempotencyTTL is the shortest SURGE_IDEMPOTENCY_TTL accepted.
+// MinIdempotencyTTL is the shortest SURGE_IDEMPOTENCY_TTL whatever the
+// horizons: per-order states expire in whole seconds.
 const MinIdempotencyTTL = time.Second
 
-// Validate rejects settings that parse but cannot work, and reads the
-// Redis TLS files, so that a missing or bad one stops the program at start.
+// Validate rejects settings that parse but cannot work (an idempotency
+// TTL below the floor of RetryAfterHorizons), and reads the Redis TLS
+// files, so that a missing or bad one stops the program at start.
 func (c *Common) Validate() error {
-	if c.IdempotencyTTL < MinIdempotencyTTL {
-		return fmt.Errorf("SURGE_IDEMPOTENCY_TTL=%v: must be at least %v (order states expire in whole seconds)",
-			c.IdempotencyTTL, MinIdempotencyTTL)
+	if err := CheckIdempotencyTTL(c.IdempotencyTTL); err != nil {
+		return err
 	}
 	return c.Redis.loadTLS()
 }

@@ -18,7 +18,8 @@ type Probe struct {
 
 // Health gathers what the health page shows. Nil fields are left out.
 type Health struct {
-	// Checks are the engines' readiness probes (the gateway's /readyz).
+	// Checks are the engines' readiness probes (GET /v1/admin/readyz's,
+	// MySQL included).
 	Checks []Probe
 	// Queues are the queue names whose depth is shown: the work queue,
 	// the retry tiers, the dead letters, the discarded copies.

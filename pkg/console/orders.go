@@ -52,7 +52,7 @@ func (c *Console) findOrder(ctx context.Context, customer, key string) (string, 
 	if ttl <= 0 {
 		ttl = 24 * time.Hour
 	}
-	now := order.Window(c.Now(), ttl)
+	now := order.KeyWindow(customer, key, c.Now(), ttl)
 	for _, id := range order.IDsFor(customer, key, now-2, 4) {
 		if _, err := c.Status.Status(ctx, id); err == nil {
 			return id, nil

@@ -62,11 +62,6 @@ var publicMessages = map[string]string{
 		"after Retry-After, or read the order's status, for the settled answer",
 }
 
-// retryAfterUnknown is Retry-After on outcome_unknown, in seconds: about
-// the publisher's confirm timeout, after which a retry usually finds the
-// outcome settled.
-const retryAfterUnknown = "2"
-
 func classify(err error) (status int, code, msg string) {
 	var ae *apiError
 	if errors.As(err, &ae) {
@@ -94,12 +89,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, code, msg := classify(err)
 	body := errorBody{Error: errorDetail{Code: code, Message: msg}}
 	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
+		setRetryAfter(w, order.RetryAfterUnavailable)
 	}
 	var unknown *order.UnknownOutcomeError
 	if errors.As(err, &unknown) {
 		body.OrderID = unknown.OrderID
-		w.Header().Set("Retry-After", retryAfterUnknown)
+		setRetryAfter(w, order.RetryAfterUnknown)
 		if unknown.RetryAfter > 0 {
 			setRetryAfter(w, unknown.RetryAfter)
 		}

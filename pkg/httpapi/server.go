@@ -75,6 +75,14 @@ type Server struct {
 	// Customers, when set, requires a customer's bearer token on the
 	// order routes (customers.go); nil: customer_id is the body's.
 	Customers CustomerVerifier
+	// AdminReady are the probes of GET /v1/admin/readyz on the admin
+	// listener (every engine, MySQL included), answered with each
+	// failure's detail, behind the admin token. Ready are the public
+	// /readyz's: what taking an order needs (Redis, RabbitMQ; no order
+	// touches MySQL on its way in, so a MySQL outage must not take
+	// gateways out of their load balancer), each answered "ok" or
+	// "unavailable", nothing more.
+	AdminReady []Check
 
 	log   *slog.Logger
 	mux   *http.ServeMux
@@ -97,7 +105,8 @@ func (s *Server) Handler() http.Handler {
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.HandleFunc("GET /readyz", s.readyz(s.Ready, false))
+	s.admux.HandleFunc("GET /v1/admin/readyz", s.admin(s.readyz(s.AdminReady, true)))
 	if len(s.OpenAPI) > 0 {
 		s.mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/yaml")
@@ -242,19 +251,30 @@ func (s *Server) getStock(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rep)
 }
 
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	status, code := map[string]string{}, http.StatusOK
-	for _, c := range s.Ready {
-		if err := c.Ping(ctx); err != nil {
-			status[c.Name] = fmt.Sprintf("down: %v", err)
+// readyz probes checks: 200 when every one answers, else 503, with a
+// status per dependency. Without detail a failure reads "unavailable":
+// the public listener tells nobody a driver's error or an internal
+// address; the admin one (detail) gives the error.
+func (s *Server) readyz(checks []Check, detail bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		status, code := map[string]string{}, http.StatusOK
+		for _, c := range checks {
+			err := c.Ping(ctx)
+			switch {
+			case err == nil:
+				status[c.Name] = "ok"
+				continue
+			case detail:
+				status[c.Name] = fmt.Sprintf("down: %v", err)
+			default:
+				status[c.Name] = "unavailable"
+			}
 			code = http.StatusServiceUnavailable
-			continue
 		}
-		status[c.Name] = "ok"
+		writeJSON(w, code, status)
 	}
-	writeJSON(w, code, status)
 }
 
 // NewHTTPServer wraps h with the timeouts and header limit every surge

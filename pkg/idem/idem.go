@@ -35,7 +35,8 @@ type Records struct {
 }
 
 // New returns Records on rdb; ttl <= 0 means 24h. The TTL is also the
-// length of the windows order ids are derived in (order.Window).
+// length of the windows order ids are derived in (order.KeyWindow: each
+// key's own, shifted by its phase).
 func New(rdb redis.Cmdable, ttl time.Duration) *Records {
 	if ttl <= 0 {
 		ttl = 24 * time.Hour
@@ -98,7 +99,8 @@ const (
 // the budget is spent once.
 func (r *Records) Claim(ctx context.Context, o order.Order, key string, soldOut bool) (order.Claim, error) {
 	fp := o.Fingerprint()
-	w := order.Window(r.now(), r.ttl)
+	phase := order.Phase(o.CustomerID, key, r.ttl)
+	w := order.Window(r.now().Add(phase), r.ttl)
 	ids := order.IDsFor(o.CustomerID, key, w-2, 4)
 	ks := []string{keys.CustomerRate(o.CustomerID)}
 	for _, id := range ids {
@@ -109,7 +111,8 @@ func (r *Records) Claim(ctx context.Context, o order.Order, key string, soldOut 
 	if soldOut {
 		mark = "1"
 	}
-	res, err := lua.Admit.Run(ctx, r.rdb, ks, r.interval, r.burst, fp, r.ttl.Milliseconds(), c.Nonce, w, mark).Slice()
+	res, err := lua.Admit.Run(ctx, r.rdb, ks, r.interval, r.burst, fp, r.ttl.Milliseconds(), c.Nonce, w, mark,
+		phase.Milliseconds()).Slice()
 	if err != nil {
 		return c, fmt.Errorf("claim idempotency record customer=%s: %w", o.CustomerID, err)
 	}
@@ -185,20 +188,56 @@ func fingerprint(rec string) string {
 // Existing reads, without claiming anything, whether the key of
 // o.CustomerID names an order that may be taken (a live record of o's
 // body not marked sold out), and that order's id, or the id a claim would
-// create now. It reads only, so it also answers when Redis refuses writes
-// (maxmemory reached).
+// create now. The master's clock decides the window, as it does for a
+// claim (lua/existing.lua), so a gateway whose clock is off finds the
+// record a claim would find: the "not taken" answers rest on it. It reads
+// only, so it also answers when Redis refuses writes (maxmemory reached).
+//
+// On an error the id is the one of this clock's window: the best guess
+// for the order an unknown outcome names.
 func (r *Records) Existing(ctx context.Context, o order.Order, key string) (id string, open bool, err error) {
-	ids := order.IDsFor(o.CustomerID, key, order.Window(r.now(), r.ttl)-1, 3)
-	vals, err := r.rdb.MGet(ctx, keys.Idem(ids[0]), keys.Idem(ids[1]), keys.Idem(ids[2])).Result()
-	if err != nil {
-		return ids[1], false, fmt.Errorf("look up idempotency records customer=%s: %w", o.CustomerID, err)
-	}
-	for i, v := range vals {
-		if rec, ok := v.(string); ok {
-			return ids[i], fingerprint(rec) == o.Fingerprint(), nil
+	phase := order.Phase(o.CustomerID, key, r.ttl)
+	w := order.Window(r.now().Add(phase), r.ttl)
+	guess := order.IDFor(o.CustomerID, key, w)
+	for range 2 {
+		ids := order.IDsFor(o.CustomerID, key, w-2, 4)
+		ks := make([]string, len(ids))
+		for i, id := range ids {
+			ks[i] = keys.Idem(id)
 		}
+		res, err := lua.Existing.Run(ctx, r.rdb, ks, r.ttl.Milliseconds(), w, phase.Milliseconds()).Slice()
+		if err != nil {
+			return guess, false, fmt.Errorf("look up idempotency records customer=%s: %w", o.CustomerID, err)
+		}
+		i, rest, err := existingReply(res)
+		if err != nil {
+			return guess, false, fmt.Errorf("look up idempotency records customer=%s: %w", o.CustomerID, err)
+		}
+		if i == 0 { // the master's window is too far from this clock's
+			w, _ = rest.(int64)
+			continue
+		}
+		rec, ok := rest.(string)
+		return ids[i-1], ok && fingerprint(rec) == o.Fingerprint(), nil
 	}
-	return ids[1], false, nil
+	return guess, false, fmt.Errorf("look up idempotency records customer=%s: the master's window moved twice", o.CustomerID)
+}
+
+// existingReply reads lua/existing.lua's reply: the record's index (0:
+// ask again with the master's window, the second element) and the rest.
+func existingReply(res []any) (int64, any, error) {
+	if len(res) < 1 || len(res) > 2 {
+		return 0, nil, fmt.Errorf("unexpected reply %v", res)
+	}
+	i, ok := res[0].(int64)
+	if !ok || i < 0 || i > 4 {
+		return 0, nil, fmt.Errorf("unexpected reply %v", res)
+	}
+	var rest any
+	if len(res) == 2 {
+		rest = res[1]
+	}
+	return i, rest, nil
 }
 
 // Forget deletes the record c made, for an order that was certainly not

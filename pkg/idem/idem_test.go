@@ -3,6 +3,7 @@ package idem_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -142,7 +143,7 @@ func TestLimitedRefusesPastBurstWithoutClaiming(t *testing.T) {
 	if !errors.Is(err, order.ErrRateLimited) || !errors.As(err, &rl) || rl.RetryAfter <= 0 || rl.RetryAfter > 100*time.Second {
 		t.Fatalf("past the burst: %v, want a RateLimitedError with retry in (0, 100s]", err)
 	}
-	w := order.Window(time.Now(), time.Minute)
+	w := order.KeyWindow(c, "k3", time.Now(), time.Minute)
 	if n, err := rdb.Exists(ctx, keys.Idem(order.IDFor(c, "k3", w))).Result(); err != nil || n != 0 {
 		t.Fatalf("refused claim left a record (exists=%d, err %v)", n, err)
 	}
@@ -276,5 +277,151 @@ func TestWindowsFollowTheRedisClock(t *testing.T) {
 	again, err := exact.Claim(ctx, o, "k1", false)
 	if err != nil || !again.Created || again.OrderID == first.OrderID {
 		t.Fatalf("key reused after expiry: %+v %v, want a new order, not %s", again, err, first.OrderID)
+	}
+}
+
+// TestExistingDecidesByTheMastersClock: Existing answers the gateway's
+// "not taken" (Refused), so it must find every live record whatever the
+// gateway's clock says, as admit does: by the master's clock. A gateway
+// one or two windows ahead or behind still finds the record the key made
+// (in the master's current window or the one before), and for a key with
+// no record names the order a claim would create.
+func TestExistingDecidesByTheMastersClock(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	const ttl = time.Hour
+	exact := idem.New(rdb, ttl)
+	skewed := func(d time.Duration) *idem.Records {
+		return exact.WithClock(func() time.Time { return time.Now().Add(d) })
+	}
+	c := customer(t, rdb, ttl, "cur", "prev", "new")
+	o := buy(c, 1)
+	made, err := exact.Claim(ctx, o, "cur", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A record made in the window before the master's current one (a
+	// claim near the end of that window), as admit would have made it.
+	prevID := previousWindowRecord(t, rdb, o, "prev", ttl)
+	for _, skew := range []time.Duration{-2 * ttl, -ttl, 0, ttl, 2 * ttl} {
+		r := skewed(skew)
+		for key, want := range map[string]string{"cur": made.OrderID, "prev": prevID} {
+			id, open, err := r.Existing(ctx, o, key)
+			if err != nil || !open || id != want {
+				t.Errorf("gateway clock %v off, key %s: id=%s open=%v err=%v, want open %s", skew, key, id, open, err, want)
+			}
+		}
+		id, open, err := r.Existing(ctx, o, "new")
+		if err != nil || open {
+			t.Errorf("gateway clock %v off, new key: id=%s open=%v err=%v, want not open", skew, id, open, err)
+			continue
+		}
+		if want := wouldCreate(t, rdb, ttl, o, "new"); id != want {
+			t.Errorf("gateway clock %v off, new key: id %s, want %s (the one a claim creates now)", skew, id, want)
+		}
+	}
+}
+
+// previousWindowRecord writes the record a claim of key made in the window
+// before the current one, and returns its order id.
+func previousWindowRecord(t *testing.T, rdb *redis.ClusterClient, o order.Order, key string, ttl time.Duration) string {
+	t.Helper()
+	w := order.KeyWindow(o.CustomerID, key, time.Now(), ttl)
+	id := order.IDFor(o.CustomerID, key, w-1)
+	if err := rdb.Set(context.Background(), keys.Idem(id), o.Fingerprint()+"#n0", ttl).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// wouldCreate is the id a claim of key names now, found by claiming it
+// and forgetting the record again.
+func wouldCreate(t *testing.T, rdb *redis.ClusterClient, ttl time.Duration, o order.Order, key string) string {
+	t.Helper()
+	r := idem.New(rdb, ttl)
+	c, err := r.Claim(context.Background(), o, key, false)
+	if err != nil || !c.Created {
+		t.Fatalf("claim %s: %+v %v", key, c, err)
+	}
+	if ok, err := r.Forget(context.Background(), c); !ok || err != nil {
+		t.Fatalf("forget %s: %v %v", key, ok, err)
+	}
+	return c.OrderID
+}
+
+// TestLostRecordsDoNotAllCrossOneBoundary: a failover lost the records of
+// keys claimed just before a window's end (here 4s windows), and their
+// retries come moments later. Were every key's windows to begin at the
+// same instant (multiples of 4s here, 00:00 UTC with the default 24h),
+// every such retry would cross it and name a new order; each (customer,
+// key) has its own phase, so only the few whose boundary falls between
+// the claim and the retry do.
+func TestLostRecordsDoNotAllCrossOneBoundary(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	const ttl, n = 4 * time.Second, 50
+	r := idem.New(rdb, ttl)
+	ks := make([]string, n)
+	for i := range ks {
+		ks[i] = fmt.Sprint("k", i)
+	}
+	o := buy(customer(t, rdb, ttl, ks...), 1)
+	for time.Now().UnixMilli()%ttl.Milliseconds() != ttl.Milliseconds()-300 {
+		time.Sleep(200 * time.Microsecond)
+	}
+	boundary := time.UnixMilli(time.Now().UnixMilli() + 300)
+	first := make([]order.Claim, n)
+	for i, k := range ks {
+		c, err := r.Claim(ctx, o, k, false)
+		if err != nil || !c.Created {
+			t.Fatalf("claim %s: %+v %v", k, c, err)
+		}
+		first[i] = c
+	}
+	for _, c := range first { // lost in a failover
+		if ok, err := r.Forget(ctx, c); !ok || err != nil {
+			t.Fatalf("drop the record of %s: %v %v", c.OrderID, ok, err)
+		}
+	}
+	for time.Now().Before(boundary.Add(100 * time.Millisecond)) { // past the shared boundary
+		time.Sleep(200 * time.Microsecond)
+	}
+	renamed := 0
+	for i, k := range ks {
+		c, err := r.Claim(ctx, o, k, false)
+		if err != nil {
+			t.Fatalf("retry %s: %v", k, err)
+		}
+		if c.OrderID != first[i].OrderID {
+			renamed++
+		}
+	}
+	// About a tenth (400ms and the claims' time, of 4s) name a new
+	// order; every one of them would with a boundary shared by all keys.
+	if renamed > n*4/5 {
+		t.Fatalf("%d of %d retries named a new order: the keys share their windows' boundary", renamed, n)
+	}
+}
+
+// TestLiveRecordTwoWindowsBack: a record made under the windows of a
+// gateway from before keys had phases can sit two of its key's windows
+// back while it lives (a rolling upgrade). A live record names its order:
+// a claim finds it as a retry, and Existing as open.
+func TestLiveRecordTwoWindowsBack(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	const ttl = time.Hour
+	r := idem.New(rdb, ttl)
+	o := buy(customer(t, rdb, ttl, "old"), 1)
+	w := order.KeyWindow(o.CustomerID, "old", time.Now(), ttl)
+	id := order.IDFor(o.CustomerID, "old", w-2)
+	if err := rdb.Set(ctx, keys.Idem(id), o.Fingerprint()+"#n0", ttl).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, open, err := r.Existing(ctx, o, "old"); err != nil || !open || got != id {
+		t.Fatalf("existing: %s open=%v err=%v, want open %s", got, open, err, id)
+	}
+	if c, err := r.Claim(ctx, o, "old", false); err != nil || c.Created || c.OrderID != id {
+		t.Fatalf("claim: %+v %v, want a retry of %s", c, err, id)
 	}
 }

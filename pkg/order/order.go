@@ -8,6 +8,7 @@ package order
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"math/rand/v2"
 	"strconv"
@@ -135,7 +136,7 @@ func validateToken(field, v string, max int) error {
 }
 
 // IDFor derives the order id from the customer, their idempotency key
-// and the idempotency window the key was first used in (Window). Within a
+// and the idempotency window the key was first used in (KeyWindow). Within a
 // window the same (customer, key) always names the same order, so every
 // layer (reservation, queue, MySQL) deduplicates retries by order id, even
 // after a Redis failover lost the idempotency record. A key used again
@@ -168,12 +169,34 @@ func Nonce() string {
 	return strconv.FormatUint(uint64(rand.Uint32())|1<<32, 16)[1:]
 }
 
-// Window numbers the idempotency windows of length ttl (at least 1ms):
-// the one holding t. A record created at t expires before the window
-// after next begins, so at any moment a live record belongs to the
-// current window or a neighbour.
+// Window numbers the windows of length ttl (at least 1ms) that begin at
+// the Unix epoch: the one holding t. An order id's window is its key's
+// (KeyWindow): this one, shifted by the key's phase. A record created at
+// t expires before the window after next begins, so at any moment a live
+// record belongs to the current window or a neighbour.
 func Window(t time.Time, ttl time.Duration) int64 {
 	return t.UnixMilli() / max(ttl.Milliseconds(), 1)
+}
+
+// KeyWindow numbers the idempotency windows of one (customer, key): the
+// one holding t, its windows shifted by the pair's own phase (Phase). Were
+// every key's windows to begin at the same instant (00:00 UTC with 24h
+// windows), a failover that lost the records of the keys used just before
+// it would make every retry of theirs after it name a new order at once;
+// shifted, only the keys whose own boundary falls between a first request
+// and its retry do, a share of them as small as the retry's delay is
+// against the window.
+func KeyWindow(customerID, idemKey string, t time.Time, ttl time.Duration) int64 {
+	return Window(t.Add(Phase(customerID, idemKey, ttl)), ttl)
+}
+
+// Phase is how far (customer, key)'s windows are shifted: a hash of the
+// pair, from 0 to ttl (whole milliseconds). The scripts that decide the
+// window by the master's clock add it to that clock (lua/admit.lua).
+func Phase(customerID, idemKey string, ttl time.Duration) time.Duration {
+	h := sha256.Sum256([]byte("phase\x00" + customerID + "\x00" + idemKey))
+	ms := uint64(max(ttl.Milliseconds(), 1))
+	return time.Duration(binary.BigEndian.Uint64(h[:8])%ms) * time.Millisecond
 }
 
 // TagFor is the customer's tag: the first 8 hex characters of

@@ -1,6 +1,9 @@
 package order
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // The outcomes the order path's adapters report to the gateway and the
 // worker: what a reservation did in Redis, what MySQL did with an order,
@@ -73,3 +76,16 @@ type Processed struct {
 	// reused for another request, not retried.
 	Recorded Order
 }
+
+// The delays the gateway asks a client to wait before it retries an order
+// (Retry-After), besides a rate limit's own wait. They are horizons the
+// idempotency record must outlive (config.IdempotencyFloor): a retry that
+// finds no record names a new order.
+const (
+	// RetryAfterUnavailable follows 503 unavailable (not taken).
+	RetryAfterUnavailable = time.Second
+	// RetryAfterUnknown follows 503 outcome_unknown: about the publisher's
+	// confirm timeout, after which a retry usually finds the outcome
+	// settled.
+	RetryAfterUnknown = 2 * time.Second
+)

@@ -90,3 +90,24 @@ func TestVersion(t *testing.T) {
 		t.Errorf("revision %s, want the checkout's %s", f[4], rev)
 	}
 }
+
+// TestRefusesIdempotencyTTLInsideTheGrace: an unknown outcome settles
+// within the reconciler's grace (SURGE_RECONCILE_GRACE, 5m), and a retry
+// meanwhile must still name the same order: the gateway does not start
+// with a shorter idempotency TTL, and says the floor and why.
+func TestRefusesIdempotencyTTLInsideTheGrace(t *testing.T) {
+	t.Setenv("SURGE_HTTP_ADDR", "127.0.0.1:0")
+	t.Setenv("SURGE_ADMIN_ADDR", "127.0.0.1:0")
+	t.Setenv("SURGE_IDEMPOTENCY_TTL", "6m")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	err := run(ctx, nil)
+	cancel()
+	if err == nil {
+		t.Fatal("the gateway ran with SURGE_IDEMPOTENCY_TTL=6m and a 5m grace")
+	}
+	for _, w := range []string{"SURGE_IDEMPOTENCY_TTL=6m0s: must be at least 10m0s", "SURGE_RECONCILE_GRACE"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%v\nwant it to say %q", err, w)
+		}
+	}
+}

@@ -141,8 +141,8 @@ func (p *pipeline) ensureRunning() error {
 	return nil
 }
 
-// waitReady waits until every gateway answers /readyz 200 (Redis,
-// RabbitMQ and MySQL reachable).
+// waitReady waits until every gateway answers /readyz 200 (Redis and
+// RabbitMQ reachable).
 func (p *pipeline) waitReady(timeout time.Duration) error {
 	c := &http.Client{Timeout: 3 * time.Second}
 	return waitUntil(timeout, 250*time.Millisecond, func() error {

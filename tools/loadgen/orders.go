@@ -55,10 +55,13 @@ type Orders struct {
 	// Qty per order. Default 1 (also for a negative value).
 	Qty   int
 	RunID string
-	// Window is the idempotency window (order.Window) the run started in:
-	// the gateway derives a request's order id in the window it arrives
-	// in, this one or, for a run that crosses its end, the next.
-	Window int64
+	// Start and TTL (SURGE_IDEMPOTENCY_TTL) place the run in its keys'
+	// idempotency windows (order.KeyWindow: each key's own): the gateway
+	// derives a request's order id in its key's window at arrival, the one
+	// holding Start or, for a run that crosses its end, the next. A zero
+	// TTL means window 0.
+	Start time.Time
+	TTL   time.Duration
 }
 
 var _ Target = (*Orders)(nil)
@@ -85,7 +88,11 @@ func (o *Orders) IdempotencyKey(i int64) string { return "k" + strconv.FormatInt
 // run's first window, or the next.
 func (o *Orders) OrderIDs(i int64) [2]string {
 	c, k := o.Customer(i), o.IdempotencyKey(i)
-	return [2]string{order.IDFor(c, k, o.Window), order.IDFor(c, k, o.Window+1)}
+	var w int64
+	if o.TTL > 0 {
+		w = order.KeyWindow(c, k, o.Start, o.TTL)
+	}
+	return [2]string{order.IDFor(c, k, w), order.IDFor(c, k, w+1)}
 }
 
 // Body returns the JSON body of request i appended to buf.

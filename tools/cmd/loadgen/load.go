@@ -15,7 +15,6 @@ import (
 	"golang.org/x/term"
 
 	"surge/pkg/cluster"
-	"surge/pkg/order"
 	"surge/pkg/queue"
 	"surge/pkg/store"
 	"surge/tools/loadgen"
@@ -84,7 +83,7 @@ func runLoad(ctx context.Context, cfg loadgenConfig, args []string, stdout, stde
 		Label:   f.label,
 		Options: f.opts,
 		Orders: loadgen.NewOrders(loadgen.Orders{Client: loadgen.NewOrderClient(max(f.opts.Concurrency, 1)), BaseURL: url, SKU: f.sku,
-			Qty: f.qty, RunID: f.runID, Window: order.Window(time.Now(), cfg.IdempotencyTTL)}),
+			Qty: f.qty, RunID: f.runID, Start: time.Now(), TTL: cfg.IdempotencyTTL}),
 		Stock:        f.stock,
 		StockAPI:     loadgen.StockAPI{Client: client, BaseURL: strings.TrimSuffix(f.adminURL, "/"), Token: cfg.AdminToken},
 		StockView:    f.stockView,
