@@ -20,15 +20,7 @@ import (
 func TestSetStockRefusesBelowSoldAndReserved(t *testing.T) {
 	ctx := context.Background()
 	s, sku := setup(t, 10)
-	a, b := ord(sku, 1, 2), ord(sku, 2, 3)
-	for _, o := range []order.Order{a, b} {
-		if _, err := s.Reserve(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := s.Commit(ctx, sku, a.ID, a.Qty); err != nil {
-		t.Fatal(err)
-	}
+	reserveTwoCommitFirst(t, s, sku)
 	before := mustView(t, s, sku)
 	_, err := s.SetStock(ctx, sku, 4, 0)
 	if !errors.Is(err, order.ErrConflict) {

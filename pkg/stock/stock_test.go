@@ -228,15 +228,7 @@ func TestNotLoaded(t *testing.T) {
 func TestSetStockKeepsSoldAndReservations(t *testing.T) {
 	ctx := context.Background()
 	s, sku := setup(t, 10)
-	a, b := ord(sku, 1, 2), ord(sku, 2, 3)
-	for _, o := range []order.Order{a, b} {
-		if _, err := s.Reserve(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := s.Commit(ctx, sku, a.ID, a.Qty); err != nil {
-		t.Fatal(err)
-	}
+	reserveTwoCommitFirst(t, s, sku)
 	v, err := s.SetStock(ctx, sku, 20, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -293,4 +285,21 @@ func TestSubSecondStateTTL(t *testing.T) {
 	if v := mustView(t, s, sku); v.Avail != 2 || v.Reserved != 1 {
 		t.Fatalf("view %+v, want one unit reserved", v)
 	}
+}
+
+// reserveTwoCommitFirst reserves two orders of sku (2 and 3 units) and
+// commits the first: 2 sold, 3 reserved.
+func reserveTwoCommitFirst(t *testing.T, s *stock.Stock, sku string) (a, b order.Order) {
+	t.Helper()
+	ctx := context.Background()
+	a, b = ord(sku, 1, 2), ord(sku, 2, 3)
+	for _, o := range []order.Order{a, b} {
+		if _, err := s.Reserve(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Commit(ctx, sku, a.ID, a.Qty); err != nil {
+		t.Fatal(err)
+	}
+	return a, b
 }
