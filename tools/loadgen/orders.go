@@ -55,6 +55,10 @@ type Orders struct {
 	// Qty per order. Default 1 (also for a negative value).
 	Qty   int
 	RunID string
+	// OneCustomer, when set, is the customer of every request (a client
+	// hammering under one identity, as a bot does); its keys then carry
+	// RunID so a rerun names new orders. Empty: a new customer per request.
+	OneCustomer string
 	// Start and TTL (SURGE_IDEMPOTENCY_TTL) place the run in its keys'
 	// idempotency windows (order.KeyWindow: each key's own): the gateway
 	// derives a request's order id in its key's window at arrival, the one
@@ -79,10 +83,20 @@ func (o *Orders) setDefaults() {
 }
 
 // Customer returns the customer id of request i.
-func (o *Orders) Customer(i int64) string { return o.RunID + "-" + strconv.FormatInt(i, 10) }
+func (o *Orders) Customer(i int64) string {
+	if o.OneCustomer != "" {
+		return o.OneCustomer
+	}
+	return o.RunID + "-" + strconv.FormatInt(i, 10)
+}
 
 // IdempotencyKey returns the Idempotency-Key of request i.
-func (o *Orders) IdempotencyKey(i int64) string { return "k" + strconv.FormatInt(i, 10) }
+func (o *Orders) IdempotencyKey(i int64) string {
+	if o.OneCustomer != "" {
+		return "k" + o.RunID + "-" + strconv.FormatInt(i, 10)
+	}
+	return "k" + strconv.FormatInt(i, 10)
+}
 
 // OrderIDs returns the ids the gateway may derive for request i: in the
 // run's first window, or the next.

@@ -14,8 +14,17 @@ import (
 )
 
 func TestOrdersSendsDistinctValidOrders(t *testing.T) {
+	for _, one := range []string{"", "bot-1"} {
+		t.Run("customer="+one, func(t *testing.T) { testDistinctOrders(t, one) })
+	}
+}
+
+// testDistinctOrders checks that 200 requests name 200 orders, each
+// from a new customer or, with one set, all from that one customer.
+func testDistinctOrders(t *testing.T, one string) {
 	var mu sync.Mutex
 	ids := map[string]bool{}
+	customers := map[string]bool{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var o order.Order
 		if r.Method != http.MethodPost || r.URL.Path != "/v1/orders" || r.Header.Get("Content-Type") != "application/json" {
@@ -33,11 +42,12 @@ func TestOrdersSendsDistinctValidOrders(t *testing.T) {
 		}
 		mu.Lock()
 		ids[order.IDFor(o.CustomerID, key, 0)] = true
+		customers[o.CustomerID] = true
 		mu.Unlock()
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	defer srv.Close()
-	target := NewOrders(Orders{Client: NewOrderClient(8), BaseURL: srv.URL, SKU: "sku-1", RunID: "lg-run1"})
+	target := NewOrders(Orders{Client: NewOrderClient(8), BaseURL: srv.URL, SKU: "sku-1", RunID: "lg-run1", OneCustomer: one})
 	gen, err := New(Options{Concurrency: 8, Requests: 200}, target)
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +61,12 @@ func TestOrdersSendsDistinctValidOrders(t *testing.T) {
 	}
 	if !ids[target.OrderIDs(0)[0]] || !ids[target.OrderIDs(199)[0]] {
 		t.Fatal("OrderIDs does not name the orders the server saw")
+	}
+	if want := map[bool]int{true: 1, false: 200}[one != ""]; len(customers) != want {
+		t.Fatalf("%d distinct customers, want %d", len(customers), want)
+	}
+	if one != "" && !customers[one] {
+		t.Fatalf("customers %v, want only %q", customers, one)
 	}
 }
 

@@ -23,7 +23,7 @@ import (
 // loadFlags are the flags of loadgen run.
 type loadFlags struct {
 	url, adminURL, sku, label, runID, queue, pids, jsonOut string
-	profiles, profileDir                                   string
+	profiles, profileDir, customer                         string
 	profileSeconds                                         int
 	qty, stock                                             int
 	opts                                                   loadgen.Options
@@ -41,6 +41,7 @@ func parseLoadFlags(cfg loadgenConfig, args []string, stderr io.Writer) (loadFla
 	fs.IntVar(&f.qty, "qty", 1, "units per order")
 	fs.IntVar(&f.stock, "stock", -1, "load this stock through the admin API first (-1: leave it)")
 	fs.StringVar(&f.label, "label", "load", "scenario name in the report")
+	fs.StringVar(&f.customer, "customer", "", "send every order as this one customer, each under a new key (default: a new customer per order)")
 	fs.StringVar(&f.runID, "run-id", "", "prefix of customer ids (default: a new ULID, unique per run)")
 	fs.IntVar(&f.opts.Concurrency, "c", 64, "concurrency: requests in flight (closed loop), most in flight (open loop)")
 	fs.Int64Var(&f.opts.Requests, "n", 0, "stop after this many requests")
@@ -66,6 +67,9 @@ func parseLoadFlags(cfg loadgenConfig, args []string, stderr io.Writer) (loadFla
 	if f.sku == "" {
 		return f, fmt.Errorf("run: -sku is required")
 	}
+	if f.customer != "" && f.check {
+		return f, fmt.Errorf("run: -check expects one order per customer; leave out -customer or -check")
+	}
 	if f.runID == "" {
 		f.runID = "lg" + strings.ToLower(ulid.Make().String())
 	}
@@ -83,7 +87,7 @@ func runLoad(ctx context.Context, cfg loadgenConfig, args []string, stdout, stde
 		Label:   f.label,
 		Options: f.opts,
 		Orders: loadgen.NewOrders(loadgen.Orders{Client: loadgen.NewOrderClient(max(f.opts.Concurrency, 1)), BaseURL: url, SKU: f.sku,
-			Qty: f.qty, RunID: f.runID, Start: time.Now(), TTL: cfg.IdempotencyTTL}),
+			Qty: f.qty, RunID: f.runID, OneCustomer: f.customer, Start: time.Now(), TTL: cfg.IdempotencyTTL}),
 		Stock:        f.stock,
 		StockAPI:     loadgen.StockAPI{Client: client, BaseURL: strings.TrimSuffix(f.adminURL, "/"), Token: cfg.AdminToken},
 		StockView:    f.stockView,
