@@ -15,6 +15,7 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TARGET="${SURGE_REPRO_TARGET:-private}"
 DIR="${SURGE_REPRO_DIR:-$(mktemp -d "/tmp/surge-$(basename "$0" .sh).XXXXXX")}"
 PASSWORD="${SURGE_REDIS_PASSWORD:-surge}"
+BASE="${SURGE_REPRO_PORT_BASE:-7400}"
 RESULT=2
 EXITS=()
 export PATH="$PATH:/usr/sbin:/sbin"
@@ -76,35 +77,35 @@ wait_url() {
 
 # use_private starts the private pipeline; extra SURGE_ settings may be passed as NAME=VALUE.
 use_private() {
-	local base="${SURGE_REPRO_PORT_BASE:-7400}" p b name
+	local p b name
 	for c in redis-server rabbitmqctl python3; do
 		command -v "$c" >/dev/null || die "$c is not installed"
 	done
 	for b in gateway worker reconciler; do
 		[[ -x $REPO_ROOT/bin/$b ]] || die "bin/$b is not built (make build)"
 	done
-	for p in $(seq "$base" $((base + 5))); do
+	for p in $(seq "$BASE" $((BASE + 5))); do
 		! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || die "port $p is taken: set SURGE_REPRO_PORT_BASE"
 	done
 	name="repro_$(date +%s)_$$"
 	HTTP="127.0.0.1:$(free_port)"
 	ADMIN="127.0.0.1:$(free_port)"
 	TOKEN=repro-admin-token
-	REDIS_PORT=$base
+	REDIS_PORT=$BASE
 	DB=$name
 	local worker_metrics reconcile_metrics
 	worker_metrics="127.0.0.1:$(free_port)"
 	reconcile_metrics="127.0.0.1:$(free_port)"
-	cluster() { SURGE_CLUSTER_PORT_BASE=$base SURGE_VAR_DIR="$DIR" SURGE_REDIS_PASSWORD=$PASSWORD "$REPO_ROOT/deploy/redis-cluster.sh" "$@"; }
+	cluster() { SURGE_CLUSTER_PORT_BASE=$BASE SURGE_VAR_DIR="$DIR" SURGE_REDIS_PASSWORD=$PASSWORD "$REPO_ROOT/deploy/redis-cluster.sh" "$@"; }
 
-	log "private Redis Cluster on 127.0.0.1:$base-$((base + 5)), database and vhost $name, state in $DIR"
+	log "private Redis Cluster on 127.0.0.1:$BASE-$((BASE + 5)), database and vhost $name, state in $DIR"
 	on_exit "cluster stop >/dev/null 2>&1; sql -e 'DROP DATABASE IF EXISTS $name' 2>/dev/null; rabbitmqctl -q delete_vhost $name >/dev/null 2>&1"
 	cluster start >"$DIR/redis-cluster.log" 2>&1 || die "redis-cluster.sh start: $(tail -n 5 "$DIR/redis-cluster.log")"
 	sql -e "CREATE DATABASE $name"
 	rabbitmqctl -q add_vhost "$name" >/dev/null
 	rabbitmqctl -q set_permissions -p "$name" guest '.*' '.*' '.*' >/dev/null
 
-	ENV=(SURGE_REDIS_ADDRS="$(seq -s, -f "127.0.0.1:%g" "$base" $((base + 5)))" SURGE_REDIS_PASSWORD="$PASSWORD"
+	ENV=(SURGE_REDIS_ADDRS="$(seq -s, -f "127.0.0.1:%g" "$BASE" $((BASE + 5)))" SURGE_REDIS_PASSWORD="$PASSWORD"
 		SURGE_AMQP_URL="amqp://guest:guest@127.0.0.1:5672/$name"
 		SURGE_MYSQL_DSN="root@tcp(127.0.0.1:3306)/$name"
 		SURGE_HTTP_ADDR="$HTTP" SURGE_ADMIN_ADDR="$ADMIN" SURGE_ADMIN_TOKEN=$TOKEN
