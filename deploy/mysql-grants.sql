@@ -3,6 +3,12 @@
 -- {host} the users' host (SURGE_MYSQL_USER_HOST, default 127.0.0.1). Nobody but ops may DELETE,
 -- DROP or ALTER; only the worker writes orders and invoices.
 
+-- Every service reads the schema version at start and refuses a schema older than its build
+-- (store.CheckSchema); only ops migrates.
+GRANT SELECT ON `{db}`.`goose_db_version` TO 'surge-gateway'@'{host}';
+GRANT SELECT ON `{db}`.`goose_db_version` TO 'surge-worker'@'{host}';
+GRANT SELECT ON `{db}`.`goose_db_version` TO 'surge-reconciler'@'{host}';
+
 -- Gateway: product lookups and order status; the admin API it hosts loads stock (products)
 -- and records dead-letter replays and reconcile runs.
 GRANT SELECT ON `{db}`.`orders` TO 'surge-gateway'@'{host}';

@@ -48,7 +48,8 @@ type needs struct {
 
 // openEngines is the one opener of every daemon's engines: the Redis
 // Cluster with the scripts loaded and its autopipeliner, MySQL with the
-// configured pool, RabbitMQ named after the service.
+// configured pool and a schema no older than this build's
+// (store.CheckSchema), RabbitMQ named after the service.
 func openEngines(ctx context.Context, c config.Common, name string, log *slog.Logger, n needs) (*engines, error) {
 	e := &engines{}
 	e.redis = cluster.New(c.Redis.Options())
@@ -68,6 +69,12 @@ func openEngines(ctx context.Context, c config.Common, name string, log *slog.Lo
 		return nil, fmt.Errorf("mysql: %w", err)
 	}
 	e.db = db
+	// A schema older than this build's migrations would fail on a missing
+	// table or column mid-sale: refuse to start instead.
+	if err := store.CheckSchema(ctx, db); err != nil {
+		e.close()
+		return nil, err
+	}
 	mq, err := queue.Dial(ctx, c.AMQP.URL, queue.DialOptions{Name: "surge-" + name, Logger: log})
 	switch {
 	case err != nil && n.brokerOptional:

@@ -50,12 +50,18 @@ func (e *env) Redis(ctx context.Context) (*cluster.Client, error) {
 	return e.redis, nil
 }
 
-// DB returns the MySQL store, opened on first use.
+// DB returns the MySQL store, opened on first use. A schema older than
+// this build's migrations is refused (store.CheckSchema): only migrate,
+// which does not come here, runs against it.
 func (e *env) DB(ctx context.Context) (*store.Store, error) {
 	if e.db == nil {
 		db, err := store.Open(ctx, e.cfg.MySQL.DSN, store.Options{MaxOpenConns: 4})
 		if err != nil {
 			return nil, fmt.Errorf("mysql: %w: %w", order.ErrUnavailable, err)
+		}
+		if err := store.CheckSchema(ctx, db); err != nil {
+			_ = db.Close()
+			return nil, err
 		}
 		e.db = db
 	}
