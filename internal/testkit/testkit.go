@@ -7,15 +7,19 @@ package testkit
 
 import (
 	"context"
+	"fmt"
+	"io/fs"
 	"testing"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/pressly/goose/v3"
 	"github.com/redis/go-redis/v9"
 
 	"surge/internal/testenv"
 	"surge/pkg/stock"
 	"surge/pkg/store"
+	migrations "surge/sql"
 )
 
 // Store opens a store on a fresh database for the calling test (see
@@ -118,4 +122,41 @@ func OrderStatuses(ctx context.Context, db *store.Store, ids []string) (map[stri
 		}
 	}
 	return counts, nil
+}
+
+// StoreAtVersion opens a store on dsn with the schema migrated up to
+// version only (one less than the newest: an older build's schema); it
+// is closed at cleanup. It returns the store and the newest version.
+func StoreAtVersion(t testing.TB, dsn string, version int64) (db *store.Store, latest int64) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dsn, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	p, err := goose.NewProvider(goose.DialectMySQL, db.DB().DB, migrations.FS,
+		goose.WithLogger(goose.NopLogger()), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, version); err != nil {
+		t.Fatal(err)
+	}
+	sources := p.ListSources()
+	return db, sources[len(sources)-1].Version
+}
+
+// LatestMigration is the newest migration version this build embeds.
+func LatestMigration(t testing.TB) int64 {
+	t.Helper()
+	files, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("embedded migrations: %v, %d files", err, len(files))
+	}
+	var v int64
+	if _, err := fmt.Sscanf(files[len(files)-1], "%d_", &v); err != nil {
+		t.Fatalf("migration %s: %v", files[len(files)-1], err)
+	}
+	return v
 }

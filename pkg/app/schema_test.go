@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"surge/internal/testenv"
+	"surge/internal/testkit"
 	"surge/pkg/app"
 	"surge/pkg/store"
 )
@@ -18,14 +20,9 @@ import (
 func TestServicesRefuseOlderSchema(t *testing.T) {
 	ctx := context.Background()
 	c := commonConfig(t)
-	db := openDB(t, c.MySQL.DSN)
-	_, latest, err := db.MigrationVersion(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.DB().ExecContext(ctx, "DELETE FROM goose_db_version WHERE version_id = ?", latest); err != nil {
-		t.Fatal(err)
-	}
+	c.MySQL.DSN = testenv.MySQLDSN(t) // a fresh database, one version behind
+	latest := testkit.LatestMigration(t)
+	testkit.StoreAtVersion(t, c.MySQL.DSN, latest-1)
 	check := func(name string, err error) {
 		t.Helper()
 		if !errors.Is(err, store.ErrSchemaBehind) {

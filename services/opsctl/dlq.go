@@ -2,15 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"io"
 	"os/user"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"surge/pkg/admin"
 	"surge/pkg/config"
 	"surge/pkg/ops"
+	"surge/pkg/order"
+	"surge/pkg/queue"
 )
 
 const dlqUsage = `opsctl dlq list [--json]
@@ -31,69 +32,81 @@ A discarded letter is kept 30 days (dlq discarded) and can be parked again (dlq 
 Replays, discards and restores are recorded with $SURGE_OPERATOR, or the OS user when it
 is unset.`
 
-func init() {
-	commands["dlq"] = command{"list, show, replay, discard or restore dead letters (opsctl dlq --help)", dlqUsage, runDLQ}
-}
+// dlqActions are dlq's actions, for its usage mistakes.
+const dlqActions = "list, show, replay, discard, discarded or restore"
 
-func runDLQ(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
-		return usagef("dlq: want list, show, replay, discard, discarded or restore\nusage: %s", dlqUsage)
+func (c *cli) dlqCmd() *cobra.Command {
+	dlq := withUsage(&cobra.Command{
+		Use:   "dlq",
+		Short: "list, show, replay, discard or restore dead letters (opsctl dlq --help)",
+		RunE:  action(group("dlq", dlqActions)),
+	}, dlqUsage)
+	// sub declares one action; run gets the ids and --json.
+	sub := func(use, short string, run func(ctx context.Context, ids []string, asJSON bool) error) *cobra.Command {
+		return &cobra.Command{Use: use, Short: short,
+			RunE: action(func(ctx context.Context, _ *cobra.Command, ids []string) error { return run(ctx, ids, c.json) })}
 	}
-	action, args := args[0], args[1:]
-	switch action {
-	case "list", "show", "replay", "discard", "discarded", "restore":
-	default:
-		return usagef("dlq: unknown action %q (want list, show, replay, discard, discarded or restore)", action)
-	}
-	fs := flag.NewFlagSet("dlq "+action, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	asJSON := fs.Bool("json", false, "print JSON")
+	list := sub("list", "list the dead letters, oldest first", func(ctx context.Context, ids []string, asJSON bool) error {
+		return c.dlqRead(ctx, "list", ids, asJSON)
+	})
+	show := sub("show ID", "show one dead letter", func(ctx context.Context, ids []string, asJSON bool) error {
+		return c.dlqRead(ctx, "show", ids, asJSON)
+	})
 	var req admin.ReplayRequest
 	var since string
-	if action == "replay" {
-		fs.StringVar(&req.Reason, "reason", "", "replay the letters parked with this reason")
-		fs.StringVar(&since, "since", "", "replay the letters that last failed since this time or duration")
-		fs.BoolVar(&req.All, "all", false, "replay every dead letter")
-		fs.BoolVar(&req.DryRun, "dry-run", false, "show what would be replayed, change nothing")
-	}
-	ids, err := parseInterleaved(fs, args)
-	if err != nil {
-		return err
-	}
-	switch action {
-	case "list", "show":
-		return dlqRead(ctx, e, action, ids, *asJSON)
-	case "discarded":
+	replay := sub("replay (ID... | --reason R | --since T | --all)", "republish dead letters",
+		func(ctx context.Context, ids []string, asJSON bool) error {
+			if since != "" {
+				var err error
+				if req.Since, err = admin.ParseSince(since, time.Now()); err != nil {
+					return err
+				}
+			}
+			req.IDs = ids
+			return c.dlqReplay(ctx, req, asJSON)
+		})
+	replay.Flags().StringVar(&req.Reason, "reason", "", "replay the letters parked with this reason")
+	replay.Flags().StringVar(&since, "since", "", "replay the letters that last failed since this time or duration")
+	replay.Flags().BoolVar(&req.All, "all", false, "replay every dead letter")
+	replay.Flags().BoolVar(&req.DryRun, "dry-run", false, "show what would be replayed, change nothing")
+	_ = replay.RegisterFlagCompletionFunc("reason", cobra.FixedCompletions([]string{order.ReasonMalformed,
+		order.ReasonUnknownSKU, queue.ReasonRetriesExhausted, "delivery_limit"}, cobra.ShellCompDirectiveNoFileComp))
+	discard := sub("discard ID...", "discard dead letters (a copy is kept 30 days)", func(ctx context.Context, ids []string, asJSON bool) error {
+		if len(ids) == 0 {
+			return usagef("dlq discard: name the dead letters to discard (dlq list shows their ids)")
+		}
+		return c.dlqChange(ctx, asJSON, nil, func(svc *ops.DeadLetters, actor string) (admin.LetterReport, error) {
+			return svc.Discard(ctx, ids, actor)
+		})
+	})
+	discarded := sub("discarded", "list the kept copies of discarded letters", func(ctx context.Context, ids []string, asJSON bool) error {
 		if len(ids) > 0 {
 			return usagef("dlq discarded takes no arguments")
 		}
-		return dlqDiscarded(ctx, e, *asJSON)
-	case "restore":
+		return c.dlqDiscarded(ctx, asJSON)
+	})
+	restore := sub("restore ID...", "park discarded letters again", func(ctx context.Context, ids []string, asJSON bool) error {
 		if len(ids) == 0 {
 			return usagef("dlq restore: name the discarded letters to restore (dlq discarded shows their ids)")
 		}
-		return dlqRestore(ctx, e, ids, *asJSON)
-	case "replay":
-		if since != "" {
-			if req.Since, err = admin.ParseSince(since, time.Now()); err != nil {
-				return err
-			}
-		}
-		req.IDs = ids
-		return dlqReplay(ctx, e, req, *asJSON)
-	}
-	if len(ids) == 0 {
-		return usagef("dlq discard: name the dead letters to discard (dlq list shows their ids)")
-	}
-	return dlqDiscard(ctx, e, ids, *asJSON)
+		return c.dlqChange(ctx, asJSON, nil, func(svc *ops.DeadLetters, actor string) (admin.LetterReport, error) {
+			return svc.Restore(ctx, ids, actor)
+		})
+	})
+	dlq.AddCommand(list, show, replay, discard, discarded, restore)
+	return dlq
 }
 
-func dlqRead(ctx context.Context, e *env, action string, ids []string, asJSON bool) error {
+func (c *cli) dlqRead(ctx context.Context, action string, ids []string, asJSON bool) error {
 	switch {
 	case action == "list" && len(ids) > 0:
 		return usagef("dlq list takes no arguments")
 	case action == "show" && len(ids) != 1:
 		return usagef("dlq show: give exactly one dead letter id")
+	}
+	e, err := c.env()
+	if err != nil {
+		return err
 	}
 	svc, err := deadLetters(ctx, e)
 	if err != nil {
@@ -121,24 +134,22 @@ func dlqRead(ctx context.Context, e *env, action string, ids []string, asJSON bo
 	return nil
 }
 
-func dlqReplay(ctx context.Context, e *env, req admin.ReplayRequest, asJSON bool) error {
+func (c *cli) dlqReplay(ctx context.Context, req admin.ReplayRequest, asJSON bool) error {
 	check := func(actor string) error {
 		req.Actor = actor
 		return req.Validate()
 	}
-	return dlqChange(ctx, e, asJSON, check, func(svc *ops.DeadLetters, _ string) (admin.LetterReport, error) {
+	return c.dlqChange(ctx, asJSON, check, func(svc *ops.DeadLetters, _ string) (admin.LetterReport, error) {
 		return svc.Replay(ctx, req)
 	})
 }
 
-func dlqDiscard(ctx context.Context, e *env, ids []string, asJSON bool) error {
-	return dlqChange(ctx, e, asJSON, nil, func(svc *ops.DeadLetters, actor string) (admin.LetterReport, error) {
-		return svc.Discard(ctx, ids, actor)
-	})
-}
-
 // dlqDiscarded lists the kept copies of discarded letters.
-func dlqDiscarded(ctx context.Context, e *env, asJSON bool) error {
+func (c *cli) dlqDiscarded(ctx context.Context, asJSON bool) error {
+	e, err := c.env()
+	if err != nil {
+		return err
+	}
 	svc, err := deadLetters(ctx, e)
 	if err != nil {
 		return err
@@ -158,18 +169,11 @@ func dlqDiscarded(ctx context.Context, e *env, asJSON bool) error {
 	return nil
 }
 
-// dlqRestore parks discarded letters again.
-func dlqRestore(ctx context.Context, e *env, ids []string, asJSON bool) error {
-	return dlqChange(ctx, e, asJSON, nil, func(svc *ops.DeadLetters, actor string) (admin.LetterReport, error) {
-		return svc.Restore(ctx, ids, actor)
-	})
-}
-
 // dlqChange makes one change to the dead letters in the operator's name
 // and prints its report. check, when set, vets the request once the
 // operator is known and before any engine is opened, so a bad request is
 // refused as such even with the engines down.
-func dlqChange(ctx context.Context, e *env, asJSON bool, check func(actor string) error,
+func (c *cli) dlqChange(ctx context.Context, asJSON bool, check func(actor string) error,
 	change func(svc *ops.DeadLetters, actor string) (admin.LetterReport, error)) error {
 	actor, err := operator()
 	if err != nil {
@@ -179,6 +183,10 @@ func dlqChange(ctx context.Context, e *env, asJSON bool, check func(actor string
 		if err := check(actor); err != nil {
 			return err
 		}
+	}
+	e, err := c.env()
+	if err != nil {
+		return err
 	}
 	svc, err := deadLetters(ctx, e)
 	if err != nil {
@@ -195,10 +203,7 @@ func printReport(e *env, rep admin.LetterReport, err error, asJSON bool) error {
 		return err
 	}
 	if asJSON {
-		if perr := e.printJSON(rep); perr != nil {
-			return errors.Join(err, perr)
-		}
-		return err
+		return e.printJSONResult(rep, err)
 	}
 	printItems(e.out, rep)
 	return err
@@ -237,20 +242,4 @@ func operator() (string, error) {
 		return "", usagef("cannot tell who you are for the audit log: set SURGE_OPERATOR")
 	}
 	return u.Username, nil
-}
-
-// parseInterleaved parses flags placed before, between or after the
-// positional arguments, and returns the positional ones.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, usagef("%s: %v\nusage: %s", fs.Name(), err, dlqUsage)
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos, args = append(pos, args[0]), args[1:]
-	}
 }

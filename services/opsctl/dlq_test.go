@@ -144,7 +144,7 @@ func TestDLQMistakes(t *testing.T) {
 	}{
 		{"no action", []string{"dlq"}, exitUsage, "want list, show, replay, discard, discarded or restore"},
 		{"unknown action", []string{"dlq", "purge"}, exitUsage, `unknown action "purge"`},
-		{"unknown flag", []string{"dlq", "list", "--all"}, exitUsage, "flag provided but not defined"},
+		{"unknown flag", []string{"dlq", "list", "--all"}, exitUsage, "unknown flag: --all"},
 		{"replay without selection", []string{"dlq", "replay"}, exitUsage, "say what to replay"},
 		{"ids and --all", []string{"dlq", "replay", letter, "--all"}, exitUsage, "not both"},
 		{"bad --since", []string{"dlq", "replay", "--since", "yesterday"}, exitUsage, "RFC 3339"},

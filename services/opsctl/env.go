@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -123,4 +124,21 @@ func (e *env) printJSON(v any) error {
 	enc := json.NewEncoder(e.out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// printJSONResult prints a report that comes with a failure (err, may be
+// nil) as one JSON document, the failure under "error"; the error it
+// returns tells report the JSON is already out.
+func (e *env) printJSONResult(v any, err error) error {
+	if err == nil {
+		return e.printJSON(v)
+	}
+	doc, merr := jsonWithError(v, err)
+	if merr != nil {
+		return errors.Join(err, merr)
+	}
+	if perr := e.printJSON(doc); perr != nil {
+		return errors.Join(err, perr)
+	}
+	return reportedError{err}
 }

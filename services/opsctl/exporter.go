@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -12,9 +12,22 @@ import (
 	"surge/pkg/metrics"
 )
 
-func init() {
-	commands["exporter"] = command{"serve the cluster's per-node and the queues' metrics (exporter [--addr 127.0.0.1:9121])",
-		exporterUsage, runExporter}
+func (c *cli) exporterCmd() *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "exporter [--addr 127.0.0.1:9121]",
+		Short: "serve the cluster's per-node and the queues' metrics (exporter [--addr 127.0.0.1:9121])",
+		Args:  noArgs("exporter"),
+		RunE: action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
+			e, err := c.env()
+			if err != nil {
+				return err
+			}
+			return runExporter(ctx, e, addr)
+		}),
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:9121", "listen address")
+	return withUsage(cmd, exporterUsage)
 }
 
 const exporterUsage = `opsctl exporter [--addr 127.0.0.1:9121]
@@ -27,13 +40,7 @@ flags:
 // and the order queues' depth at each scrape, until SIGINT or SIGTERM. Run
 // it as surge-exporter: it needs INFO and CLUSTER NODES on Redis and passive
 // declares on RabbitMQ.
-func runExporter(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("exporter", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	addr := fs.String("addr", "127.0.0.1:9121", "listen address")
-	if err := fs.Parse(args); err != nil {
-		return usagef("exporter: %v", err)
-	}
+func runExporter(ctx context.Context, e *env, addr string) error {
 	mq, err := e.AMQP(ctx)
 	if err != nil {
 		return err
@@ -46,7 +53,7 @@ func runExporter(ctx context.Context, e *env, args []string) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), cc,
 		metrics.NewQueueCollector(mq, metrics.TopologyQueues(e.cfg.AMQP.Topology())...))
-	ep, err := metrics.ListenFor(*addr, reg)
+	ep, err := metrics.ListenFor(addr, reg)
 	if err != nil {
 		return err
 	}

@@ -2,19 +2,29 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"surge/pkg/config"
 	"surge/pkg/preflight"
 )
 
-func init() {
-	commands["preflight"] = command{"check the deployment against the production checklist (preflight [--json] [--skip-host])",
-		preflightUsage, runPreflight}
+func (c *cli) preflightCmd() *cobra.Command {
+	var skipHost bool
+	cmd := &cobra.Command{
+		Use:   "preflight [--json] [--skip-host]",
+		Short: "check the deployment against the production checklist (preflight [--json] [--skip-host])",
+		Args:  noArgs("preflight"),
+		RunE: action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
+			return c.preflight(ctx, c.json, skipHost)
+		}),
+	}
+	cmd.Flags().BoolVar(&skipHost, "skip-host", false, "skip the host items (when opsctl runs away from the Redis hosts)")
+	return withUsage(cmd, preflightUsage)
 }
 
 const preflightUsage = `opsctl preflight [--json] [--skip-host]
@@ -32,21 +42,15 @@ type adminTokenConfig struct {
 	AdminToken string `envconfig:"ADMIN_TOKEN" default:"surge-admin" secret:"true"`
 }
 
-// runPreflight checks Redis, the host, RabbitMQ, MySQL and the gateway's
+// preflight checks Redis, the host, RabbitMQ, MySQL and the gateway's
 // admin token as configured by the SURGE_ variables (run it with the
 // gateway's), prints pass / warn / fail per item with the fix,
 // and fails (exit 1) when any item fails. Run it as the surge-ops user
 // (SURGE_REDIS_USER=surge-ops) or the administrator.
-func runPreflight(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("preflight", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	asJSON := fs.Bool("json", false, "print JSON")
-	skipHost := fs.Bool("skip-host", false, "skip the host items (when opsctl runs away from the Redis hosts)")
-	if err := fs.Parse(args); err != nil {
-		return usagef("preflight: %v", err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("preflight: unexpected argument %q", fs.Arg(0))
+func (c *cli) preflight(ctx context.Context, asJSON, skipHost bool) error {
+	e, err := c.env()
+	if err != nil {
+		return err
 	}
 	var admin adminTokenConfig
 	if err := config.Load(&admin); err != nil {
@@ -60,20 +64,18 @@ func runPreflight(ctx context.Context, e *env, args []string) error {
 		MySQLDSN: e.cfg.MySQL.DSN,
 	}
 	rep := preflight.Run(ctx, opts)
-	if *skipHost {
+	if skipHost {
 		rep = withoutHost(rep)
 	}
-	if *asJSON {
-		if err := e.printJSON(rep); err != nil {
-			return err
-		}
-	} else {
-		printPreflight(e.out, rep)
-	}
+	var failure error
 	if failed := rep.Failed(); len(failed) > 0 {
-		return fmt.Errorf("preflight: %d item(s) failed: %s", len(failed), strings.Join(failed, ", "))
+		failure = fmt.Errorf("preflight: %d item(s) failed: %s", len(failed), strings.Join(failed, ", "))
 	}
-	return nil
+	if asJSON {
+		return e.printJSONResult(rep, failure)
+	}
+	printPreflight(e.out, rep)
+	return failure
 }
 
 func withoutHost(rep preflight.Report) preflight.Report {

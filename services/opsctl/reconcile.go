@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
+
+	"github.com/spf13/cobra"
 
 	"surge/pkg/admin"
 	"surge/pkg/config"
@@ -37,30 +37,36 @@ exit codes (those of reconciler once, plus 4; the report's exit_code says the sa
      it), or Redis or MySQL was unreachable
   4  a SKU is unknown to MySQL; nothing was reconciled`
 
-func init() {
-	commands["reconcile"] = command{"repair Redis from MySQL: reconcile [--sku S]... [--dry-run] [--json] [--detailed-exitcode]; " +
-		"exit 0 consistent or repaired, 1 repaired (--detailed-exitcode), 2 failed, 3 busy or unreachable, 4 unknown SKU",
-		reconcileUsage, runReconcile}
+func (c *cli) reconcileCmd() *cobra.Command {
+	var req admin.ReconcileRequest
+	var detailed bool
+	cmd := &cobra.Command{
+		Use: "reconcile [--sku S]... [--dry-run] [--json] [--detailed-exitcode]",
+		Short: "repair Redis from MySQL: reconcile [--sku S]... [--dry-run] [--json] [--detailed-exitcode]; " +
+			"exit 0 consistent or repaired, 1 repaired (--detailed-exitcode), 2 failed, 3 busy or unreachable, 4 unknown SKU",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("reconcile: unexpected argument %q (name SKUs with --sku)", args[0])
+			}
+			return nil
+		},
+		RunE: action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
+			return c.reconcile(ctx, req, c.json, detailed)
+		}),
+	}
+	fs := cmd.Flags()
+	fs.StringArrayVar(&req.SKUs, "sku", nil, "reconcile this SKU (repeatable); default every product")
+	fs.BoolVar(&req.DryRun, "dry-run", false, "report what would be repaired, change nothing")
+	fs.BoolVar(&detailed, "detailed-exitcode", false, "exit 1 when drift was repaired")
+	return withUsage(cmd, reconcileUsage)
 }
 
-func runReconcile(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var req admin.ReconcileRequest
-	fs.Func("sku", "reconcile this SKU (repeatable)", func(v string) error {
-		req.SKUs = append(req.SKUs, v)
-		return nil
-	})
-	fs.BoolVar(&req.DryRun, "dry-run", false, "report what would be repaired, change nothing")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	detailed := fs.Bool("detailed-exitcode", false, "exit 1 when drift was repaired")
-	if err := fs.Parse(args); err != nil {
-		return usagef("reconcile: %v\nusage: %s", err, reconcileUsage)
-	}
-	if fs.NArg() > 0 {
-		return usagef("reconcile: unexpected argument %q (name SKUs with --sku)\nusage: %s", fs.Arg(0), reconcileUsage)
-	}
+func (c *cli) reconcile(ctx context.Context, req admin.ReconcileRequest, asJSON, detailed bool) error {
 	if err := req.Validate(); err != nil {
+		return err
+	}
+	e, err := c.env()
+	if err != nil {
 		return err
 	}
 	// The repairs are recorded under the operator, as dead-letter actions
@@ -75,8 +81,8 @@ func runReconcile(ctx context.Context, e *env, args []string) error {
 		return notRun(err)
 	}
 	// The report states the code the process exits with.
-	rep.ExitCode = reconcile.CommandExit(rep, *detailed)
-	if *asJSON {
+	rep.ExitCode = reconcile.CommandExit(rep, detailed)
+	if asJSON {
 		err = e.printJSON(rep)
 	} else {
 		err = reconcile.Table(e.out, rep)

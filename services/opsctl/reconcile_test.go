@@ -102,7 +102,7 @@ func TestReconcileMistakes(t *testing.T) {
 		msg  string
 	}{
 		{"invalid sku", []string{"--sku", "no spaces"}, exitUsage, "sku"},
-		{"unknown flag", []string{"--all"}, exitUsage, "flag provided but not defined"},
+		{"unknown flag", []string{"--all"}, exitUsage, "unknown flag: --all"},
 		{"positional sku", []string{sku}, exitUsage, "--sku"},
 		{"unknown sku", []string{"--sku", sku, "--sku", "no-such-" + sku}, exitNotFound, "unknown sku"},
 	}

@@ -2,25 +2,18 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"surge/pkg/admin"
 	"surge/pkg/app"
 	"surge/pkg/ops"
+	"surge/pkg/order"
 )
-
-func init() {
-	commands["stock"] = command{"load or show a SKU's stock (stock load SKU --stock N | stock show SKU)", stockUsage, runStock}
-	commands["migrate"] = command{"apply the MySQL migrations", migrateUsage, func(ctx context.Context, e *env, args []string) error {
-		if len(args) > 0 {
-			return usagef("migrate takes no arguments\nusage: %s", migrateUsage)
-		}
-		return app.Migrate(ctx, e.cfg.MySQL.DSN, e.out)
-	}}
-}
 
 const stockUsage = `opsctl stock load SKU --stock N [--name S] [--price-cents N] [--json]
        opsctl stock show SKU [--json]
@@ -35,19 +28,94 @@ flags:
   --json            print JSON`
 
 const migrateUsage = `opsctl migrate
-Apply the MySQL migrations (sql/) to SURGE_MYSQL_DSN's database and exit.`
+Apply the MySQL migrations (sql/) to SURGE_MYSQL_DSN's database and exit.
+The other commands, and the services, refuse a schema older than their build.`
 
-func runStock(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
-		return usagef("stock: want load or show")
+func (c *cli) migrateCmd() *cobra.Command {
+	return withUsage(&cobra.Command{
+		Use:   "migrate",
+		Short: "apply the MySQL migrations",
+		Args:  noArgs("migrate"),
+		RunE: action(func(ctx context.Context, _ *cobra.Command, _ []string) error {
+			e, err := c.env()
+			if err != nil {
+				return err
+			}
+			return app.Migrate(ctx, e.cfg.MySQL.DSN, e.out)
+		}),
+	}, migrateUsage)
+}
+
+// stockLoadFlags are stock load's flags, in one place: bind declares them
+// on the command, request turns what was given into the load request.
+type stockLoadFlags struct {
+	stock      int
+	name       string
+	priceCents int64
+}
+
+func (f *stockLoadFlags) bind(fs *pflag.FlagSet) {
+	fs.IntVar(&f.stock, "stock", 0, "total stock, N >= 0 (required)")
+	fs.StringVar(&f.name, "name", "", "product name")
+	fs.Int64Var(&f.priceCents, "price-cents", 0, "unit price in cents")
+}
+
+// request is the load request for the flags given on fs, checked as the
+// admin API checks it, so that a bad one is refused before anything is
+// dialled.
+func (f *stockLoadFlags) request(fs *pflag.FlagSet) (admin.LoadRequest, error) {
+	if !fs.Changed("stock") {
+		return admin.LoadRequest{}, usagef("stock load: --stock N is required (N >= 0)")
 	}
-	fs := flag.NewFlagSet("stock "+args[0], flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	asJSON := fs.Bool("json", false, "print JSON")
-	n := fs.Int("stock", -1, "total stock")
-	name := fs.String("name", "", "product name")
-	price := fs.Int64("price-cents", -1, "unit price in cents")
-	sku, err := parseWithSKU(fs, args[1:])
+	req := admin.LoadRequest{Stock: &f.stock}
+	if f.name != "" {
+		req.Name = &f.name
+	}
+	if fs.Changed("price-cents") {
+		req.PriceCents = &f.priceCents
+	}
+	return req, req.Validate()
+}
+
+func (c *cli) stockCmd() *cobra.Command {
+	stock := withUsage(&cobra.Command{
+		Use:   "stock",
+		Short: "load or show a SKU's stock (stock load SKU --stock N | stock show SKU)",
+		RunE:  action(group("stock", "load or show")),
+	}, stockUsage)
+	var lf stockLoadFlags
+	load := &cobra.Command{
+		Use:   "load SKU --stock N",
+		Short: "set a SKU's stock in MySQL and Redis",
+		Args:  oneSKU("stock load"),
+		RunE: action(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			req, err := lf.request(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			return c.stock(ctx, c.json, func(svc *ops.Stock) (admin.StockReport, error) {
+				return svc.Load(ctx, args[0], req)
+			})
+		}),
+	}
+	lf.bind(load.Flags())
+	show := &cobra.Command{
+		Use:   "show SKU",
+		Short: "show a SKU's stock in Redis and MySQL side by side",
+		Args:  oneSKU("stock show"),
+		RunE: action(func(ctx context.Context, _ *cobra.Command, args []string) error {
+			return c.stock(ctx, c.json, func(svc *ops.Stock) (admin.StockReport, error) {
+				return svc.Show(ctx, args[0])
+			})
+		}),
+	}
+	stock.AddCommand(load, show)
+	return stock
+}
+
+// stock opens MySQL and Redis, runs do and prints its report.
+func (c *cli) stock(ctx context.Context, asJSON bool, do func(*ops.Stock) (admin.StockReport, error)) error {
+	e, err := c.env()
 	if err != nil {
 		return err
 	}
@@ -59,52 +127,60 @@ func runStock(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	svc := &ops.Stock{DB: db, Redis: st}
-	var rep admin.StockReport
-	switch args[0] {
-	case "load":
-		if *n < 0 {
-			return usagef("stock load: --stock N is required (N >= 0)")
-		}
-		req := admin.LoadRequest{Stock: n}
-		if *name != "" {
-			req.Name = name
-		}
-		if *price >= 0 {
-			req.PriceCents = price
-		}
-		rep, err = svc.Load(ctx, sku, req)
-	case "show":
-		rep, err = svc.Show(ctx, sku)
-	default:
-		return usagef("stock: unknown action %q (want load or show)", args[0])
-	}
+	rep, err := do(&ops.Stock{DB: db, Redis: st})
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		return e.printJSON(rep)
 	}
 	printStock(e.out, rep)
 	return nil
 }
 
-// parseWithSKU accepts the SKU before or after the flags.
-func parseWithSKU(fs *flag.FlagSet, args []string) (string, error) {
-	var sku string
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		sku, args = args[0], args[1:]
+// oneSKU accepts exactly one argument, a valid SKU.
+func oneSKU(name string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0:
+			return usagef("%s: SKU is required", name)
+		case len(args) > 1:
+			return usagef("%s: one SKU, got %d arguments", name, len(args))
+		}
+		if err := order.ValidateSKU(args[0]); err != nil {
+			return usagef("%s: %v", name, err)
+		}
+		return nil
 	}
-	if err := fs.Parse(args); err != nil {
-		return "", usagef("%s: %v", fs.Name(), err)
+}
+
+// noArgs refuses any argument.
+func noArgs(name string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usagef("%s takes no arguments, got %q", name, args[0])
+		}
+		return nil
 	}
-	if sku == "" && fs.NArg() > 0 {
-		sku = fs.Arg(0)
+}
+
+// group is the work of a command that only holds actions (stock, dlq):
+// called without one, or with one it does not know, it is a usage mistake
+// that suggests the closest action.
+func group(name, want string) func(ctx context.Context, cmd *cobra.Command, args []string) error {
+	return func(_ context.Context, cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return usagef("%s: want %s", name, want)
+		}
+		msg := fmt.Sprintf("%s: unknown action %q (want %s)", name, args[0], want)
+		if cmd.SuggestionsMinimumDistance <= 0 {
+			cmd.SuggestionsMinimumDistance = 2 // cobra's default, set only on the root
+		}
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf("; did you mean %q?", s[0])
+		}
+		return usageError{msg}
 	}
-	if sku == "" {
-		return "", usagef("%s: SKU is required", fs.Name())
-	}
-	return sku, nil
 }
 
 func printStock(w io.Writer, r admin.StockReport) {
