@@ -6,6 +6,7 @@
 //	                  console on SURGE_ADMIN_ADDR (default 127.0.0.1:8081)
 //	gateway migrate   apply the MySQL migrations and exit
 //	gateway --version print the version, VCS revision and Go version
+//	gateway --help    print the usage and every SURGE_ variable it reads
 //
 // Configuration comes from SURGE_ variables (see README). SIGINT or
 // SIGTERM stops intake, finishes in-flight requests, then closes clients.
@@ -20,7 +21,17 @@ import (
 	"surge/pkg/config"
 )
 
-func main() { app.Main("gateway", run) }
+// usage is what gateway --help prints; other arguments exit 2.
+var usage = app.Usage{
+	Synopsis: `  gateway [serve]    serve the public API on SURGE_HTTP_ADDR, the admin API, /metrics
+                     and the console on SURGE_ADMIN_ADDR
+  gateway migrate    apply the MySQL migrations and exit
+`,
+	Commands: map[string]bool{"serve": false, "migrate": false},
+	Config:   &app.GatewayConfig{},
+}
+
+func main() { app.Main("gateway", usage, run) }
 
 func run(ctx context.Context, args []string) error {
 	var cfg app.GatewayConfig

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"surge/internal/testkit"
 )
 
 // TestRefusesWeakAdminTokenOffLoopback: on an address other machines
@@ -46,10 +47,7 @@ func TestRefusesWeakAdminTokenOffLoopback(t *testing.T) {
 // TestRefusalExitCode runs the built binary: the refusal is a non-zero
 // exit with the reason on stderr.
 func TestRefusalExitCode(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "gateway")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testkit.Binary(t, "surge/services/gateway")
 	// Bounded: a gateway that wrongly starts would otherwise serve forever.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -69,10 +67,7 @@ func TestRefusalExitCode(t *testing.T) {
 // version, and exits 0 without reading its configuration (a broken one
 // here).
 func TestVersion(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "gateway")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testkit.Binary(t, "surge/services/gateway")
 	cmd := exec.Command(bin, "--version")
 	cmd.Env = append(os.Environ(), "SURGE_IDEMPOTENCY_TTL=forever")
 	out, err := cmd.Output()

@@ -11,6 +11,7 @@
 //	reconciler once [--sku S]... [--dry-run] [--json] [--detailed-exitcode]
 //	                    one run for cron jobs, with a report on stdout
 //	reconciler --version
+//	reconciler --help   the usage and every SURGE_ variable it reads
 //
 // Exit codes of `once`: 0 every SKU was consistent, or was repaired; 1
 // only with --detailed-exitcode: repairs were applied (with --dry-run: are
@@ -41,7 +42,15 @@ import (
 // Config is the reconciler's configuration (see the package comment).
 type Config = app.ReconcilerConfig
 
-func main() { app.MainCode("reconciler", run) }
+// help is what reconciler --help prints; other arguments exit 2.
+var help = app.Usage{
+	Synopsis: synopsis,
+	Details:  onceUsage,
+	Commands: map[string]bool{"serve": false, "once": true},
+	Config:   &Config{},
+}
+
+func main() { app.MainCode("reconciler", help, run) }
 
 // run executes one command and returns the process's exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -50,7 +59,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if wantsHelp(args) {
-		fmt.Fprint(stdout, usage)
+		if err := help.Print(stdout, "reconciler"); err != nil {
+			fmt.Fprintln(stderr, "reconciler:", err)
+			return reconcile.ExitFailed
+		}
 		return 0
 	}
 	var cfg Config
@@ -69,7 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case args[0] == "once":
 		return once(ctx, cfg, log, args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "reconciler: unknown command %q\n%s", args[0], usage)
+	fmt.Fprintf(stderr, "reconciler: unknown command %q (want serve or once); reconciler --help shows the usage\n", args[0])
 	return reconcile.ExitFailed
 }
 
@@ -93,11 +105,11 @@ func wantsHelp(args []string) bool {
 	return false
 }
 
-const usage = `usage:
-  reconciler [serve]        reconcile every SKU on a schedule (SURGE_RECONCILE_EVERY)
+const synopsis = `  reconciler [serve]        reconcile every SKU on a schedule (SURGE_RECONCILE_EVERY)
   reconciler once [FLAGS]   one run, for cron jobs, with a report on stdout
-  reconciler --version      print the version, VCS revision and Go version
-flags of once:
+`
+
+const onceUsage = `flags of once:
   --sku S               reconcile only this SKU (repeatable); default every product
   --dry-run             report what would be repaired, change nothing
   --json                print the report as JSON

@@ -4,6 +4,7 @@
 //	worker           consume SURGE_AMQP_QUEUE (default orders.created)
 //	worker migrate   apply the MySQL migrations and exit
 //	worker --version print the version, VCS revision and Go version
+//	worker --help    print the usage and every SURGE_ variable it reads
 //
 // SIGINT or SIGTERM stops intake, finishes in-flight orders (each acked
 // after its commit), then closes clients.
@@ -18,7 +19,16 @@ import (
 	"surge/pkg/config"
 )
 
-func main() { app.Main("worker", run) }
+// usage is what worker --help prints; other arguments exit 2.
+var usage = app.Usage{
+	Synopsis: `  worker [run]      consume SURGE_AMQP_QUEUE and invoice each order in MySQL
+  worker migrate    apply the MySQL migrations and exit
+`,
+	Commands: map[string]bool{"run": false, "migrate": false},
+	Config:   &app.WorkerConfig{},
+}
+
+func main() { app.Main("worker", usage, run) }
 
 func run(ctx context.Context, args []string) error {
 	var cfg app.WorkerConfig

@@ -3,18 +3,16 @@ package main
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"surge/internal/testkit"
 )
 
 // TestVersion: the built binary answers --version with exit 0 without
 // reading its configuration (a broken one here).
 func TestVersion(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "worker")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testkit.Binary(t, "surge/services/worker")
 	cmd := exec.Command(bin, "--version")
 	cmd.Env = append(os.Environ(), "SURGE_IDEMPOTENCY_TTL=forever")
 	out, err := cmd.Output()
