@@ -148,10 +148,22 @@ func productCode(t *testing.T) code {
 								}
 							}
 						}
-					case *ast.CallExpr: // fs.String("addr", "127.0.0.1:9121", ...) in the exporter
-						if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "String" && len(n.Args) >= 2 && bin == "opsctl" {
-							if name, _ := stringLit(n.Args[0]); name == "addr" {
-								c.exporterAddr, _ = stringLit(n.Args[1])
+					case *ast.KeyValueExpr: // cobra.Command{Use: "migrate", ...}
+						if key, ok := n.Key.(*ast.Ident); ok && key.Name == "Use" {
+							if s, ok := stringLit(n.Value); ok && s != "" {
+								c.commands[bin][strings.Fields(s)[0]] = true
+							}
+						}
+					case *ast.CallExpr: // fs.StringVar(&addr, "addr", "127.0.0.1:9121", ...) in the exporter
+						if sel, ok := n.Fun.(*ast.SelectorExpr); ok && bin == "opsctl" {
+							args := n.Args
+							if sel.Sel.Name == "StringVar" && len(args) >= 3 {
+								args = args[1:]
+							} else if sel.Sel.Name != "String" || len(args) < 2 {
+								break
+							}
+							if name, _ := stringLit(args[0]); name == "addr" {
+								c.exporterAddr, _ = stringLit(args[1])
 							}
 						}
 					}
