@@ -14,23 +14,29 @@ import (
 // Migrate creates the database named in dsn when it is missing, then
 // applies every pending migration and prints the resulting version.
 func Migrate(ctx context.Context, dsn string, out io.Writer) error {
-	if err := createDatabase(ctx, dsn); err != nil {
-		return err
-	}
-	db, err := store.Open(ctx, dsn, store.Options{MaxOpenConns: 2})
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		return err
-	}
-	cur, latest, err := db.MigrationVersion(ctx)
+	cur, latest, err := ApplyMigrations(ctx, dsn)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "schema at version %d (latest %d)\n", cur, latest)
 	return nil
+}
+
+// ApplyMigrations is Migrate without the printing: it returns the
+// schema's version afterwards and the newest this build embeds.
+func ApplyMigrations(ctx context.Context, dsn string) (current, latest int64, err error) {
+	if err := createDatabase(ctx, dsn); err != nil {
+		return 0, 0, err
+	}
+	db, err := store.Open(ctx, dsn, store.Options{MaxOpenConns: 2})
+	if err != nil {
+		return 0, 0, fmt.Errorf("migrate: %w", err)
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		return 0, 0, err
+	}
+	return db.MigrationVersion(ctx)
 }
 
 func createDatabase(ctx context.Context, dsn string) error {

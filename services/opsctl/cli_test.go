@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"surge/internal/testenv"
 	"surge/internal/testkit"
+	"surge/pkg/reconcile"
 )
 
 // engineAddr points every engine variable at addr.
@@ -182,6 +184,8 @@ func TestSingleDashFlags(t *testing.T) {
 // and the command then runs.
 func TestRefusesOlderSchema(t *testing.T) {
 	dsn := testenv.MySQLDSN(t)
+	testenv.Redis(t)
+	redisAddrs := strings.Join(testenv.RedisAddrs(), ",")
 	latest := testkit.LatestMigration(t)
 	testkit.StoreAtVersion(t, dsn, latest-1)
 	engineAddr(t, closedPort(t))
@@ -195,8 +199,17 @@ func TestRefusesOlderSchema(t *testing.T) {
 	if e := jsonErr(t, out); code != exitFailed || e.Code != "schema_behind" || !strings.Contains(e.Message, want) {
 		t.Errorf("stock show --json on schema %d: exit %d, stdout %q", latest-1, code, out)
 	}
-	if code, out, stderr := opsctl("migrate"); code != exitOK || !strings.Contains(out, fmt.Sprintf("version %d", latest)) {
-		t.Fatalf("migrate: exit %d, %q %q", code, out, stderr)
+	// reconcile keeps its own codes: a run that cannot start fails, 2.
+	closed := os.Getenv("SURGE_REDIS_ADDRS")
+	t.Setenv("SURGE_REDIS_ADDRS", redisAddrs)
+	t.Setenv("SURGE_REDIS_PASSWORD", testenv.RedisPassword())
+	code, out, _ = opsctl("reconcile", "--json")
+	if e := jsonErr(t, out); code != reconcile.ExitFailed || e.Code != "schema_behind" || !strings.Contains(e.Message, want) {
+		t.Errorf("reconcile --json on schema %d: exit %d, stdout %q; want exit 2, code schema_behind", latest-1, code, out)
+	}
+	t.Setenv("SURGE_REDIS_ADDRS", closed)
+	if code, out, stderr := opsctl("migrate", "--json"); code != exitOK || out != fmt.Sprintf("{\n  \"latest\": %d,\n  \"version\": %d\n}\n", latest, latest) {
+		t.Fatalf("migrate --json: exit %d, %q %q", code, out, stderr)
 	}
 	// Past the schema check, stock show goes on to Redis, which is down here.
 	if code, _, stderr := opsctl("stock", "show", "SKU"); code != exitUnavailable || !strings.Contains(stderr, "redis") {

@@ -43,14 +43,28 @@ type ranError struct{ err error }
 func (e ranError) Error() string { return e.err.Error() }
 func (e ranError) Unwrap() error { return e.err }
 
-// errorCode is the "code" of a JSON error and the exit code of err.
+// errorCode is the "code" of a JSON error and the exit code of err. An
+// exitError's code wins (reconcile's codes); its error still names the
+// JSON code.
 func errorCode(err error) (string, int) {
 	var ran ranError
 	if !errors.As(err, &ran) {
 		return "usage", exitUsage
 	}
-	var ue usageError
+	code, exit := classify(err)
 	var ee exitError
+	if errors.As(err, &ee) {
+		if ee.err == nil {
+			code = codeOfExit(ee.code)
+		}
+		exit = ee.code
+	}
+	return code, exit
+}
+
+// classify names a command's error and its usual exit code.
+func classify(err error) (string, int) {
+	var ue usageError
 	switch {
 	case errors.As(err, &ue):
 		return "usage", exitUsage
@@ -62,8 +76,6 @@ func errorCode(err error) (string, int) {
 		return "unavailable", exitUnavailable
 	case errors.Is(err, order.ErrNotFound), errors.Is(err, order.ErrUnknownSKU):
 		return "not_found", exitNotFound
-	case errors.As(err, &ee):
-		return codeOfExit(ee.code), ee.code
 	}
 	return "failed", exitFailed
 }

@@ -28,7 +28,8 @@ flags:
   --json            print JSON`
 
 const migrateUsage = `opsctl migrate
-Apply the MySQL migrations (sql/) to SURGE_MYSQL_DSN's database and exit.
+Apply the MySQL migrations (sql/) to SURGE_MYSQL_DSN's database and exit; --json prints
+{"version":N,"latest":N}.
 The other commands, and the services, refuse a schema older than their build.`
 
 func (c *cli) migrateCmd() *cobra.Command {
@@ -41,7 +42,14 @@ func (c *cli) migrateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return app.Migrate(ctx, e.cfg.MySQL.DSN, e.out)
+			if !c.json {
+				return app.Migrate(ctx, e.cfg.MySQL.DSN, e.out)
+			}
+			cur, latest, err := app.ApplyMigrations(ctx, e.cfg.MySQL.DSN)
+			if err != nil {
+				return err
+			}
+			return e.printJSON(map[string]int64{"version": cur, "latest": latest})
 		}),
 	}, migrateUsage)
 }
