@@ -4,6 +4,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // TestCommandHelp: every command answers --help, -h and `opsctl help
@@ -50,5 +53,26 @@ func TestCommandHelp(t *testing.T) {
 	}
 	if code, out, _ := runOpsctl("help"); code != exitOK || !strings.Contains(out, "opsctl COMMAND --help") {
 		t.Errorf("help: exit %d\n%s", code, out)
+	}
+}
+
+// TestUsageListsEveryFlag: the usage text a command prints names every
+// flag it takes, so a flag added to a command is documented with it.
+func TestUsageListsEveryFlag(t *testing.T) {
+	var walk func(cmd *cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		usage := usageOf(cmd)
+		cmd.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Name != "help" && !strings.Contains(usage, "--"+f.Name) {
+				t.Errorf("%s: its usage does not name --%s:\n%s", cmd.CommandPath(), f.Name, usage)
+			}
+		})
+		for _, sub := range cmd.Commands() {
+			walk(sub)
+		}
+	}
+	root := (&cli{}).root()
+	for _, cmd := range root.Commands() {
+		walk(cmd)
 	}
 }

@@ -179,6 +179,7 @@ func (c *cli) root() *cobra.Command {
 	root.InitDefaultCompletionCmd()
 	if comp, _, err := root.Find([]string{"completion"}); err == nil && comp != root {
 		comp.Args, comp.RunE = nil, action(group("completion", "bash, zsh, fish or powershell"))
+		comp.Short = "print a shell completion script (completion bash|zsh|fish|powershell)"
 		withUsage(comp, completionUsage)
 	}
 	defaultHelp := root.HelpFunc()
