@@ -13,7 +13,8 @@ import (
 // Usage is what a service's --help prints, and what its command line may
 // hold.
 type Usage struct {
-	// Synopsis is the text after "usage:": the commands, one a line.
+	// Synopsis is the text after "usage:": the commands, one a line,
+	// --version and --help included.
 	Synopsis string
 	// Details follow the commands: flags, exit codes.
 	Details string
@@ -38,7 +39,7 @@ const (
 // when the program must not run.
 func (u Usage) parseArgs(name string, args []string, stdout, stderr io.Writer) (int, bool) {
 	if wantsHelp(args) {
-		if err := u.Print(stdout, name); err != nil {
+		if err := u.Print(stdout); err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", name, err)
 			return 1, false
 		}
@@ -88,7 +89,7 @@ func (u Usage) commandList() string {
 
 // Print writes the usage: the synopsis, then every SURGE_ variable the
 // program reads with its default (a secret's is not shown).
-func (u Usage) Print(w io.Writer, name string) error {
+func (u Usage) Print(w io.Writer) error {
 	vars, err := config.Vars(u.Config)
 	if err != nil {
 		return err
@@ -98,9 +99,7 @@ func (u Usage) Print(w io.Writer, name string) error {
 		return err
 	}
 	vars = append(vars, pprof...)
-	fmt.Fprintf(w, "usage:\n%s", u.Synopsis)
-	fmt.Fprintf(w, "  %s --version  print the version, VCS revision and Go version\n", name)
-	fmt.Fprintf(w, "  %s --help     print this\n%s\n", name, u.Details)
+	fmt.Fprintf(w, "usage:\n%s%s\n", u.Synopsis, u.Details)
 	fmt.Fprintf(w, "settings (environment; a secret may instead be read from the file SURGE_<NAME>_FILE names):\n")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, v := range vars {

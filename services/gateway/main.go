@@ -26,6 +26,8 @@ var usage = app.Usage{
 	Synopsis: `  gateway [serve]    serve the public API on SURGE_HTTP_ADDR, the admin API, /metrics
                      and the console on SURGE_ADMIN_ADDR
   gateway migrate    apply the MySQL migrations and exit
+  gateway --version  print the version, VCS revision and Go version
+  gateway --help     print this
 `,
 	Commands: map[string]bool{"serve": false, "migrate": false},
 	Config:   &app.GatewayConfig{},

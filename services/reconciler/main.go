@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if wantsHelp(args) {
-		if err := help.Print(stdout, "reconciler"); err != nil {
+		if err := help.Print(stdout); err != nil {
 			fmt.Fprintln(stderr, "reconciler:", err)
 			return reconcile.ExitFailed
 		}
@@ -107,6 +107,8 @@ func wantsHelp(args []string) bool {
 
 const synopsis = `  reconciler [serve]        reconcile every SKU on a schedule (SURGE_RECONCILE_EVERY)
   reconciler once [FLAGS]   one run, for cron jobs, with a report on stdout
+  reconciler --version      print the version, VCS revision and Go version
+  reconciler --help         print this
 `
 
 const onceUsage = `flags of once:

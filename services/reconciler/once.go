@@ -32,7 +32,7 @@ func once(ctx context.Context, cfg Config, log *slog.Logger, args []string, stdo
 	dryRun := fs.Bool("dry-run", false, "report what would be repaired, change nothing")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	detailed := fs.Bool("detailed-exitcode", false, "exit 1 when drift was repaired (with --dry-run: found); without it such a run exits 0")
-	fs.Usage = func() { _ = help.Print(fs.Output(), "reconciler") }
+	fs.Usage = func() { _ = help.Print(fs.Output()) }
 	if err := fs.Parse(args); err != nil {
 		return reconcile.ExitFailed
 	}

@@ -23,6 +23,8 @@ import (
 var usage = app.Usage{
 	Synopsis: `  worker [run]      consume SURGE_AMQP_QUEUE and invoice each order in MySQL
   worker migrate    apply the MySQL migrations and exit
+  worker --version  print the version, VCS revision and Go version
+  worker --help     print this
 `,
 	Commands: map[string]bool{"run": false, "migrate": false},
 	Config:   &app.WorkerConfig{},
