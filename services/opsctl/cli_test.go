@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 
 	"surge/internal/testenv"
 	"surge/internal/testkit"
+	"surge/pkg/admin"
+	"surge/pkg/order"
 	"surge/pkg/reconcile"
 )
 
@@ -214,5 +217,33 @@ func TestRefusesOlderSchema(t *testing.T) {
 	// Past the schema check, stock show goes on to Redis, which is down here.
 	if code, _, stderr := opsctl("stock", "show", "SKU"); code != exitUnavailable || !strings.Contains(stderr, "redis") {
 		t.Errorf("stock show after migrate: exit %d, %q; want it past MySQL, exit 3 on Redis", code, stderr)
+	}
+}
+
+// TestReportWithFailure: a report that comes with a failure (a replay
+// that lost the broker midway) is one JSON document, the report's fields
+// and the failure under "error", and opsctl prints no second document.
+func TestReportWithFailure(t *testing.T) {
+	var out, errb bytes.Buffer
+	e := &env{out: &out}
+	rep := admin.LetterReport{Action: "replay", Actor: "alice", Items: []admin.LetterItem{{ID: "01X", Outcome: admin.OutcomeReplayed}}}
+	lost := fmt.Errorf("rabbitmq: %w: connection lost", order.ErrUnavailable)
+	err := e.printJSONResult(rep, lost)
+	code := report(nil, ranError{err}, true, &out, &errb)
+	var doc struct {
+		Actor string
+		Items []admin.LetterItem `json:"results"`
+		Error jsonError
+	}
+	dec := json.NewDecoder(&out)
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatalf("stdout is not JSON: %v", err)
+	}
+	if dec.More() {
+		t.Error("stdout holds a second JSON document")
+	}
+	if code != exitUnavailable || doc.Actor != "alice" || len(doc.Items) != 1 || doc.Error.Code != "unavailable" ||
+		!strings.Contains(doc.Error.Message, "connection lost") || !strings.Contains(errb.String(), "connection lost") {
+		t.Errorf("exit %d, document %+v, stderr %q", code, doc, &errb)
 	}
 }
