@@ -54,7 +54,7 @@ func errorCode(err error) (string, int) {
 	code, exit := classify(err)
 	var ee exitError
 	if errors.As(err, &ee) {
-		if ee.err == nil {
+		if code == "failed" {
 			code = codeOfExit(ee.code)
 		}
 		exit = ee.code
@@ -86,7 +86,7 @@ func codeOfExit(code int) string {
 	case exitUsage:
 		return "failed" // reconcile's 2: a SKU or the run failed
 	case exitUnavailable:
-		return "unavailable"
+		return "busy" // reconcile's 3: run again later
 	case exitNotFound:
 		return "not_found"
 	}

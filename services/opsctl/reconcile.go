@@ -83,7 +83,10 @@ func (c *cli) reconcile(ctx context.Context, req admin.ReconcileRequest, asJSON,
 	// The report states the code the process exits with.
 	rep.ExitCode = reconcile.CommandExit(rep, detailed)
 	if asJSON {
-		err = e.printJSON(rep)
+		// A run that failed or found SKUs busy carries it under "error".
+		if err = e.printJSONResult(rep, runFailure(rep)); errors.As(err, new(reportedError)) {
+			return err
+		}
 	} else {
 		err = reconcile.Table(e.out, rep)
 	}
@@ -127,6 +130,16 @@ func reconciler(ctx context.Context, e *env) (*ops.Reconcile, error) {
 	}
 	rec := reconcile.New(rdb.ClusterClient, reconcile.StoreLedger{Store: db}, opts)
 	return &ops.Reconcile{Rec: rec, DB: db}, nil
+}
+
+// runFailure is the failure a finished run's exit code reports, nil for
+// a consistent or repaired run.
+func runFailure(rep admin.ReconcileReport) error {
+	if rep.ExitCode != reconcile.ExitFailed && rep.ExitCode != reconcile.ExitBusy {
+		return nil
+	}
+	return exitError{rep.ExitCode, fmt.Errorf("reconcile: %d SKU(s) failed, %d busy, %d run error(s): see the report",
+		rep.Summary[admin.SKUFailed], rep.Summary[admin.SKUBusy], len(rep.Errors))}
 }
 
 // notRun maps an error that kept the run from starting to its exit code.

@@ -135,6 +135,12 @@ func TestReconcileBusy(t *testing.T) {
 	if code != reconcile.ExitBusy || len(rep.SKUs) != 1 || rep.SKUs[0].Outcome != admin.SKUBusy {
 		t.Fatalf("exit %d, report %+v; want busy, exit 3", code, rep)
 	}
+	_, out, _ := opsctl("reconcile", "--json", "--sku", sku)
+	var withErr struct{ Error jsonError }
+	if err := json.Unmarshal([]byte(out), &withErr); err != nil || withErr.Error.Code != "busy" ||
+		!strings.Contains(withErr.Error.Message, "1 busy") {
+		t.Errorf("the busy report's error: %+v (%v)\n%s", withErr.Error, err, out)
+	}
 	if v, err := st.View(context.Background(), sku); err != nil || v.Sold != 0 {
 		t.Errorf("a busy run changed Redis: %+v (%v)", v, err)
 	}
