@@ -43,6 +43,10 @@ func mountConsole(d consoleDeps) (closeConsole func()) {
 	c := &console.Console{
 		Token: d.cfg.AdminToken, Store: d.eng.db, Stock: d.api.Stock, Status: d.tracker, States: d.stock,
 		Letters: d.letters, Reconcile: d.rec, IdempotencyTTL: d.cfg.IdempotencyTTL, Log: d.log,
+		Counters: func(ctx context.Context, skus []string) ([]stock.Counters, error) {
+			return stock.ReadCounters(ctx, d.eng.redis, skus)
+		},
+		SnapshotEvery: d.cfg.ConsoleSnapshotEvery,
 		Health: &console.Health{
 			Checks: checks,
 			Queues: append(metrics.TopologyQueues(topo), topo.DiscardedQueue()),

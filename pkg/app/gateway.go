@@ -51,6 +51,10 @@ type GatewayConfig struct {
 	// without memory and lag.
 	ConsoleRedisUser     string `envconfig:"CONSOLE_REDIS_USER"`
 	ConsoleRedisPassword string `envconfig:"CONSOLE_REDIS_PASSWORD" secret:"true"`
+	// ConsoleSnapshotEvery is how often the console's board and health
+	// page read the engines, shared by every open tab:
+	// SURGE_CONSOLE_SNAPSHOT_EVERY, default 1s.
+	ConsoleSnapshotEvery time.Duration `envconfig:"CONSOLE_SNAPSHOT_EVERY" default:"1s"`
 	// PublishChannels is the size of the confirm-mode channel pool:
 	// SURGE_PUBLISH_CHANNELS, default 8.
 	PublishChannels int `envconfig:"PUBLISH_CHANNELS" default:"8"`

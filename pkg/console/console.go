@@ -30,6 +30,7 @@ import (
 	"surge/pkg/gateway"
 	"surge/pkg/ops"
 	"surge/pkg/order"
+	"surge/pkg/stock"
 	"surge/pkg/store"
 )
 
@@ -100,6 +101,13 @@ type Console struct {
 	Letters   DeadLetters
 	Reconcile Reconciler
 	Health    *Health
+	// Counters reads many SKUs' stock counters in one round trip
+	// (stock.ReadCounters on the cluster): the board's Redis read.
+	Counters func(ctx context.Context, skus []string) ([]stock.Counters, error)
+	// SnapshotEvery is how often the board and the health page are read
+	// from the engines, whatever the number of viewers:
+	// SURGE_CONSOLE_SNAPSHOT_EVERY. Default 1s.
+	SnapshotEvery time.Duration
 	// IdempotencyTTL is the gateway's SURGE_IDEMPOTENCY_TTL, which order
 	// ids are derived with (lookup by customer and key).
 	IdempotencyTTL time.Duration
@@ -109,8 +117,11 @@ type Console struct {
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 
-	pages map[string]*template.Template
-	rates *rates
+	pages   map[string]*template.Template
+	rates   *rates
+	trends  *trends
+	boards  *snapshots[boardData]
+	healths *snapshots[healthData]
 }
 
 func (c *Console) setDefaults() {
@@ -119,6 +130,9 @@ func (c *Console) setDefaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.SnapshotEvery <= 0 {
+		c.SnapshotEvery = time.Second
 	}
 }
 
@@ -130,6 +144,9 @@ func (c *Console) Handler() http.Handler {
 	c.setDefaults()
 	c.pages = parsePages()
 	c.rates = newRates(c.Now)
+	c.trends = &trends{}
+	c.boards = newSnapshots(c.SnapshotEvery, c.Now, c.buildBoard)
+	c.healths = newSnapshots(c.SnapshotEvery, c.Now, c.buildHealth)
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(staticFS, "static")
 	mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", staticFiles(static)))

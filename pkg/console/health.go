@@ -180,9 +180,13 @@ func shortID(id string) string {
 }
 
 func (c *Console) health(w http.ResponseWriter, r *http.Request, s *session) {
-	var d healthData
-	if c.Health != nil {
-		d = c.Health.gather(r.Context())
+	c.render(w, http.StatusOK, "health.html", s, "Health", "health", c.healths.get(r.Context(), ""))
+}
+
+// buildHealth reads the engines once for every viewer of the health page.
+func (c *Console) buildHealth(ctx context.Context, _ string) healthData {
+	if c.Health == nil {
+		return healthData{At: c.Now()}
 	}
-	c.render(w, http.StatusOK, "health.html", s, "Health", "health", d)
+	return c.Health.gather(ctx)
 }

@@ -104,7 +104,24 @@
         while (tbody.firstChild) tbody.removeChild(tbody.firstChild);
         tbody.appendChild(frag);
       }
+      trends(d.trends);
     }, live);
+  }
+
+  // trends redraws the sparklines the server drew: the polyline's points
+  // are numbers the server computed, set as an attribute.
+  function trends(t) {
+    if (!t) return;
+    ['accepted', 'invoiced'].forEach(function (k) {
+      var s = t[k];
+      if (!s) return;
+      var line = document.querySelector('svg.spark.' + k + ' polyline');
+      if (line) line.setAttribute('points', s.points);
+      var last = document.querySelector('[data-t="' + k + '.last"]');
+      if (last) last.textContent = Number(s.last).toFixed(1);
+      var peak = document.querySelector('[data-t="' + k + '.peak"]');
+      if (peak) peak.textContent = Number(s.peak).toFixed(1);
+    });
   }
 
   var skuLive = document.getElementById('sku-live');

@@ -1,0 +1,38 @@
+package console
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTrends: each point is the units per second since the previous
+// snapshot, counted per SKU, so a SKU entering the board moves nothing;
+// points older than the span are dropped; the sparkline spans the box.
+func TestTrends(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 5, 0, 0, 0, time.UTC)
+	row := func(sku string, accepted, invoiced int) boardRow {
+		return boardRow{SKU: sku, Loaded: true, RedisSold: accepted, MySQLSold: invoiced}
+	}
+	var tr trends
+	tr.add(t0, []boardRow{row("a", 0, 0)})
+	tr.add(t0.Add(2*time.Second), []boardRow{row("a", 20, 10), row("new", 500, 500)})
+	tr.add(t0.Add(3*time.Second), []boardRow{row("a", 20, 20), row("new", 505, 500), {SKU: "broken", Error: "x"}})
+	v := tr.view(t0.Add(3 * time.Second))
+	if v.Accepted.Samples != 2 || v.Accepted.Peak != 10 || v.Accepted.Last != 5 {
+		t.Errorf("accepted = %+v, want 2 points, peak 10/s (20 in 2 s), last 5/s (the new SKU's 5 only)", v.Accepted)
+	}
+	if v.Invoiced.Peak != 10 || v.Invoiced.Last != 10 {
+		t.Errorf("invoiced = %+v, want 5/s then 10/s", v.Invoiced)
+	}
+	if pts := strings.Fields(v.Accepted.Points); len(pts) != 2 || !strings.HasPrefix(pts[1], "300.0,") || !strings.HasSuffix(pts[0], ",2.0") {
+		t.Errorf("points %q: want the newest at the right edge, the peak at the top", v.Accepted.Points)
+	}
+	tr.add(t0.Add(trendSpan+4*time.Second), []boardRow{row("a", 20, 20)})
+	if v := tr.view(t0.Add(trendSpan + 4*time.Second)); v.Accepted.Samples != 1 {
+		t.Errorf("after %v: %d points, want the old ones dropped", trendSpan, v.Accepted.Samples)
+	}
+	if svg := string(v.Accepted.SVG("accepted")); !strings.Contains(svg, `<polyline points="`+v.Accepted.Points+`"/>`) {
+		t.Errorf("svg %s", svg)
+	}
+}
