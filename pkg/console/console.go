@@ -24,6 +24,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"surge/pkg/admin"
@@ -111,6 +112,11 @@ type Console struct {
 	// IdempotencyTTL is the gateway's SURGE_IDEMPOTENCY_TTL, which order
 	// ids are derived with (lookup by customer and key).
 	IdempotencyTTL time.Duration
+	// TrustedProxies are the proxies in front of the admin listener
+	// (SURGE_ADMIN_TRUSTED_PROXIES): their X-Forwarded-Proto makes the
+	// session cookie Secure, their X-Forwarded-For names the client whose
+	// sign-ins are throttled. Nobody else's headers count.
+	TrustedProxies []netip.Prefix
 	// Log receives the operators' actions, refused sign-ins and render
 	// errors. Default slog.Default().
 	Log *slog.Logger
@@ -120,6 +126,7 @@ type Console struct {
 	pages   map[string]*template.Template
 	rates   *rates
 	trends  *trends
+	signIns *throttle
 	boards  *snapshots[boardData]
 	healths *snapshots[healthData]
 }
@@ -145,6 +152,7 @@ func (c *Console) Handler() http.Handler {
 	c.pages = parsePages()
 	c.rates = newRates(c.Now)
 	c.trends = &trends{}
+	c.signIns = newThrottle(signInFailures, signInWindow, signInAddrs, c.Now)
 	c.boards = newSnapshots(c.SnapshotEvery, c.Now, c.buildBoard)
 	c.healths = newSnapshots(c.SnapshotEvery, c.Now, c.buildHealth)
 	mux := http.NewServeMux()
