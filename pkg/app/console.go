@@ -47,7 +47,7 @@ func mountConsole(d consoleDeps) (closeConsole func()) {
 		rates = m.Rates
 	}
 	c := &console.Console{
-		Token: d.cfg.AdminToken, Store: d.eng.db, Stock: d.api.Stock, Status: d.tracker, States: d.stock,
+		Token: d.cfg.AdminToken, Store: d.eng.db, Stock: d.api.Stock, Loads: d.api.Stock, Status: d.tracker, States: d.stock,
 		Letters: d.letters, Reconcile: d.rec, IdempotencyTTL: d.cfg.IdempotencyTTL, Log: d.log,
 		Counters: func(ctx context.Context, skus []string) ([]stock.Counters, error) {
 			return stock.ReadCounters(ctx, d.eng.redis, skus)

@@ -48,6 +48,7 @@ type Store interface {
 	OrderRows(ctx context.Context, ids []string) (map[string]store.OrderRow, error)
 	Replays(ctx context.Context, q store.AuditQuery) ([]store.ReplayEntry, error)
 	Repairs(ctx context.Context, q store.AuditQuery) ([]store.RepairEntry, error)
+	StockLoads(ctx context.Context, sku string, limit int) ([]store.StockLoad, error)
 }
 
 var _ Store = (*store.Store)(nil)
@@ -56,6 +57,13 @@ var _ Store = (*store.Store)(nil)
 // implements it.
 type StockViewer interface {
 	Show(ctx context.Context, sku string) (admin.StockReport, error)
+}
+
+// StockLoader loads stock as the admin API does (MySQL and Redis in one
+// step, the gateway's cached view dropped). The gateway's stock admin
+// implements it.
+type StockLoader interface {
+	Load(ctx context.Context, sku string, req admin.LoadRequest) (admin.StockReport, error)
 }
 
 // StatusReader answers an order's status as the public API does.
@@ -94,9 +102,12 @@ var _ Reconciler = (*ops.Reconcile)(nil)
 type Console struct {
 	// Token is the admin token: the sign-in password, and the key the
 	// session cookies are signed with (changing it signs everyone out).
-	Token     string
-	Store     Store
-	Stock     StockViewer
+	Token string
+	Store Store
+	Stock StockViewer
+	// Loads loads stock from a SKU's page, audited under the operator.
+	// Nil: the page has no load form.
+	Loads     StockLoader
 	Status    StatusReader
 	States    OrderStates
 	Letters   DeadLetters
@@ -167,6 +178,7 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("GET /console/skus/{sku}", c.page(c.sku))
 	mux.HandleFunc("GET /console/api/skus/{sku}", c.api(c.skuJSON))
 	mux.HandleFunc("POST /console/skus/{sku}/reconcile", c.change(c.reconcileSKU))
+	mux.HandleFunc("POST /console/skus/{sku}/stock", c.change(c.loadStock))
 	mux.HandleFunc("GET /console/dead-letters", c.page(c.deadLetters))
 	mux.HandleFunc("GET /console/dead-letters/{id}", c.page(c.deadLetter))
 	mux.HandleFunc("POST /console/dead-letters/replay", c.change(c.replay))

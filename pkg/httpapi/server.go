@@ -18,6 +18,7 @@ import (
 	"surge/pkg/admin"
 	"surge/pkg/gateway"
 	"surge/pkg/order"
+	"surge/pkg/store"
 )
 
 // Acceptor takes orders. *gateway.Service implements it. Refused turns a
@@ -234,7 +235,15 @@ func (s *Server) putStock(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	rep, err := s.Stock.Load(r.Context(), r.PathValue("sku"), req)
+	// The load is audited (stock_loads) under X-Surge-Operator, else
+	// DefaultOperator, the admin token's name.
+	who := actor(r)
+	if err := admin.ValidateActor(who); err != nil {
+		s.writeError(w, r, fmt.Errorf("%s: %w", OperatorHeader, err))
+		return
+	}
+	ctx := store.WithLoadedBy(r.Context(), store.LoadedBy{Actor: who, Via: store.ViaAdminAPI})
+	rep, err := s.Stock.Load(ctx, r.PathValue("sku"), req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

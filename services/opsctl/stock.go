@@ -10,6 +10,7 @@ import (
 	"surge/pkg/admin"
 	"surge/pkg/app"
 	"surge/pkg/ops"
+	"surge/pkg/store"
 )
 
 func init() {
@@ -73,7 +74,11 @@ func runStock(ctx context.Context, e *env, args []string) error {
 		if *price >= 0 {
 			req.PriceCents = price
 		}
-		rep, err = svc.Load(ctx, sku, req)
+		who, err := operator()
+		if err != nil {
+			return err
+		}
+		rep, err = svc.Load(store.WithLoadedBy(ctx, store.LoadedBy{Actor: who, Via: store.ViaOpsctl}), sku, req)
 	case "show":
 		rep, err = svc.Show(ctx, sku)
 	default:
