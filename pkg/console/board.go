@@ -51,7 +51,7 @@ type boardData struct {
 // sold included) and one Redis pipeline for their counters
 // (stock.ReadCounters). Every viewer gets it through c.boards.
 func (c *Console) buildBoard(ctx context.Context, query string) boardData {
-	d := boardData{Query: query, Rows: []boardRow{}, At: c.Now()}
+	d := boardData{Query: query, Rows: []boardRow{}, At: c.Now().UTC()}
 	ps, err := c.Store.RecentProducts(ctx, query, boardLimit)
 	if err != nil {
 		d.Error = err.Error()

@@ -70,7 +70,32 @@ func (t *trends) view(now time.Time) trendView {
 	for i, p := range pts {
 		acc[i], inv[i], at[i] = p.Accepted, p.Invoiced, p.At
 	}
-	return trendView{Accepted: spark(now, at, acc), Invoiced: spark(now, at, inv), Span: trendSpan.String()}
+	start := axisStart(now, at)
+	return trendView{Accepted: spark(start, now, at, acc), Invoiced: spark(start, now, at, inv), Span: spanText(now.Sub(start))}
+}
+
+// trendMinAxis is the shortest time axis drawn: the first seconds of a
+// watch are not stretched over the whole box.
+const trendMinAxis = 30 * time.Second
+
+// axisStart is where the time axis begins: trendSpan back, or at the
+// oldest point when the ring holds less, and never less than trendMinAxis.
+func axisStart(now time.Time, at []time.Time) time.Time {
+	start := now.Add(-trendSpan)
+	if len(at) > 0 && at[0].After(start) {
+		start = at[0]
+	}
+	if floor := now.Add(-trendMinAxis); start.After(floor) {
+		return floor
+	}
+	return start
+}
+
+func spanText(d time.Duration) string {
+	if d >= 2*time.Minute {
+		return fmt.Sprintf("%d min", int(d.Round(time.Minute)/time.Minute))
+	}
+	return fmt.Sprintf("%d s", int(d.Round(time.Second)/time.Second))
 }
 
 // trendView is what the board shows (and its JSON carries) of the trends.
@@ -92,9 +117,9 @@ type sparkline struct {
 
 const sparkW, sparkH = 300.0, 48.0
 
-// spark draws rates at times at on a time axis ending at now, scaled to
-// the series' peak (a flat line at the bottom when nothing moved).
-func spark(now time.Time, at []time.Time, rates []float64) sparkline {
+// spark draws rates at times at on a time axis from start to now, scaled
+// to the series' peak (a flat line at the bottom when nothing moved).
+func spark(start, now time.Time, at []time.Time, rates []float64) sparkline {
 	s := sparkline{Samples: len(rates)}
 	for _, r := range rates {
 		s.Peak = max(s.Peak, r)
@@ -103,9 +128,9 @@ func spark(now time.Time, at []time.Time, rates []float64) sparkline {
 		s.Last = rates[len(rates)-1]
 	}
 	var b strings.Builder
-	start := now.Add(-trendSpan)
+	axis := now.Sub(start).Seconds()
 	for i, r := range rates {
-		x := min(max(at[i].Sub(start).Seconds()/trendSpan.Seconds(), 0), 1) * sparkW
+		x := min(max(at[i].Sub(start).Seconds()/axis, 0), 1) * sparkW
 		y := sparkH - 2
 		if s.Peak > 0 {
 			y = sparkH - 2 - r/s.Peak*(sparkH-4)
@@ -121,6 +146,6 @@ func spark(now time.Time, at []time.Time, rates []float64) sparkline {
 
 // svg is the sparkline as inline SVG: drawn on the server, no script.
 func (s sparkline) SVG(class string) template.HTML {
-	return template.HTML(fmt.Sprintf(`<svg class="spark %s" viewBox="0 0 %g %g" preserveAspectRatio="none" role="img" aria-label="per second, last %s"><polyline points="%s"/></svg>`,
-		template.HTMLEscapeString(class), sparkW, sparkH, trendSpan, template.HTMLEscapeString(s.Points)))
+	return template.HTML(fmt.Sprintf(`<svg class="spark %s" viewBox="0 0 %g %g" preserveAspectRatio="none" role="img" aria-label="units per second"><polyline points="%s"/></svg>`,
+		template.HTMLEscapeString(class), sparkW, sparkH, template.HTMLEscapeString(s.Points)))
 }

@@ -25,8 +25,14 @@ func TestTrends(t *testing.T) {
 	if v.Invoiced.Peak != 10 || v.Invoiced.Last != 10 {
 		t.Errorf("invoiced = %+v, want 5/s then 10/s", v.Invoiced)
 	}
-	if pts := strings.Fields(v.Accepted.Points); len(pts) != 2 || !strings.HasPrefix(pts[1], "300.0,") || !strings.HasSuffix(pts[0], ",2.0") {
-		t.Errorf("points %q: want the newest at the right edge, the peak at the top", v.Accepted.Points)
+	// 3 s of points on the 30 s minimum axis: the newest at the right
+	// edge at half height (5/s of 10/s), the peak a second before, 10 px
+	// left, at the top.
+	if pts := strings.Fields(v.Accepted.Points); len(pts) != 2 || pts[1] != "300.0,24.0" || pts[0] != "290.0,2.0" || v.Span != "30 s" {
+		t.Errorf("points %q over %s: want 290.0,2.0 300.0,24.0 over 30 s", v.Accepted.Points, v.Span)
+	}
+	if v := tr.view(t0.Add(3 * time.Minute)); v.Span != "3 min" {
+		t.Errorf("span after 3 min: %q", v.Span)
 	}
 	tr.add(t0.Add(trendSpan+4*time.Second), []boardRow{row("a", 20, 20)})
 	if v := tr.view(t0.Add(trendSpan + 4*time.Second)); v.Accepted.Samples != 1 {

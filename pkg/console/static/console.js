@@ -104,14 +104,18 @@
         while (tbody.firstChild) tbody.removeChild(tbody.firstChild);
         tbody.appendChild(frag);
       }
-      trends(d.trends);
+      trends(d);
     }, live);
   }
 
   // trends redraws the sparklines the server drew: the polyline's points
   // are numbers the server computed, set as an attribute.
-  function trends(t) {
+  function trends(d) {
+    var at = document.querySelector('[data-t="at"]');
+    if (at && d.at) at.textContent = String(d.at).replace('T', ' ').slice(0, 19);
+    var t = d.trends;
     if (!t) return;
+    document.querySelectorAll('[data-t="span"]').forEach(function (s) { s.textContent = t.span; });
     ['accepted', 'invoiced'].forEach(function (k) {
       var s = t[k];
       if (!s) return;
