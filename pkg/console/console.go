@@ -140,6 +140,8 @@ type Console struct {
 	signIns *throttle
 	boards  *snapshots[boardData]
 	healths *snapshots[healthData]
+	// skuLives are the SKU pages' live rows, one per SKU shown.
+	skuLives *snapshots[skuLive]
 }
 
 func (c *Console) setDefaults() {
@@ -166,6 +168,7 @@ func (c *Console) Handler() http.Handler {
 	c.signIns = newThrottle(signInFailures, signInWindow, signInAddrs, c.Now)
 	c.boards = newSnapshots(c.SnapshotEvery, c.Now, c.buildBoard)
 	c.healths = newSnapshots(c.SnapshotEvery, c.Now, c.buildHealth)
+	c.skuLives = newSnapshots(c.SnapshotEvery, c.Now, c.buildSKULive)
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(staticFS, "static")
 	mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", staticFiles(static)))

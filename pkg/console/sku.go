@@ -99,10 +99,37 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, s *session) {
 	c.render(w, http.StatusOK, "sku.html", s, "SKU "+d.Row.SKU, "board", d)
 }
 
-func (c *Console) skuJSON(w http.ResponseWriter, r *http.Request, s *session) {
-	d, err := c.skuData(r.Context(), r.PathValue("sku"))
+// skuLive is what a SKU page polls: its row, read once per interval for
+// every tab showing that SKU.
+type skuLive struct {
+	Row boardRow
+	Err error
+}
+
+func (c *Console) buildSKULive(ctx context.Context, sku string) skuLive {
+	if err := order.ValidateSKU(sku); err != nil {
+		return skuLive{Err: err}
+	}
+	rep, err := c.Stock.Show(ctx, sku)
 	if err != nil {
+		return skuLive{Err: err}
+	}
+	p := store.LoadedProduct{Product: store.Product{SKU: sku}}
+	if rep.MySQL != nil {
+		p.Product = store.Product(*rep.MySQL)
+	}
+	return skuLive{Row: c.row(p, rep, nil)}
+}
+
+func (c *Console) skuJSON(w http.ResponseWriter, r *http.Request, s *session) {
+	sku := r.PathValue("sku")
+	if err := order.ValidateSKU(sku); err != nil {
 		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
+		return
+	}
+	d := c.skuLives.get(r.Context(), sku)
+	if d.Err != nil {
+		writeJSON(w, statusOf(d.Err), map[string]string{"error": d.Err.Error()})
 		return
 	}
 	writeJSON(w, http.StatusOK, d.Row)

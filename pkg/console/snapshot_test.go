@@ -28,6 +28,17 @@ func (s *countingStore) RecentProducts(ctx context.Context, search string, limit
 	return s.Store.RecentProducts(ctx, search, limit)
 }
 
+// countingShow counts the SKU pages' reads.
+type countingShow struct {
+	*ops.Stock
+	shows atomic.Int64
+}
+
+func (s *countingShow) Show(ctx context.Context, sku string) (admin.StockReport, error) {
+	s.shows.Add(1)
+	return s.Stock.Show(ctx, sku)
+}
+
 // saleEngines opens a migrated store in a database of its own and the
 // cluster, and loads n SKUs of 100 units through ops.Stock.
 func saleEngines(t testing.TB, n int) (*store.Store, *stock.Stock, []string) {
@@ -62,16 +73,18 @@ func saleEngines(t testing.TB, n int) (*store.Store, *stock.Stock, []string) {
 // TestSnapshotSharedByViewers: 40 viewers polling the board and the health
 // page 10 times each, the clock moving one interval between polls, cause
 // one snapshot per interval: 10 board builds (10 MySQL reads, 10 Redis
-// pipelines) and 10 health builds for 400 page views each, not 400.
+// pipelines), 10 health builds and 10 reads of a SKU's live row, for 400
+// views of each, not 400.
 func TestSnapshotSharedByViewers(t *testing.T) {
-	db, _, _ := saleEngines(t, 3)
+	db, st, skus := saleEngines(t, 3)
+	show := &countingShow{Stock: &ops.Stock{DB: db, Redis: st}}
 	rdb := testenv.Redis(t)
 	var mu sync.Mutex
 	now := time.Date(2026, 12, 3, 5, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	var redisReads, healthReads atomic.Int64
 	cs := &countingStore{Store: db}
-	c := &Console{Token: "s3cret", Store: cs, Now: clock, SnapshotEvery: time.Second,
+	c := &Console{Token: "s3cret", Store: cs, Stock: show, Now: clock, SnapshotEvery: time.Second,
 		Counters: func(ctx context.Context, skus []string) ([]stock.Counters, error) {
 			redisReads.Add(1)
 			time.Sleep(5 * time.Millisecond) // a build in flight while others ask
@@ -86,7 +99,7 @@ func TestSnapshotSharedByViewers(t *testing.T) {
 	for range polls {
 		var wg sync.WaitGroup
 		for range viewers {
-			for _, path := range []string{"/console/api/board", "/console/", "/console/health"} {
+			for _, path := range []string{"/console/api/board", "/console/", "/console/health", "/console/api/skus/" + skus[0]} {
 				wg.Go(func() {
 					req := httptest.NewRequest(http.MethodGet, path, nil)
 					req.AddCookie(ck)
@@ -103,11 +116,11 @@ func TestSnapshotSharedByViewers(t *testing.T) {
 		now = now.Add(time.Second)
 		mu.Unlock()
 	}
-	t.Logf("%d viewers x %d polls of the board (page + JSON) and of health: %d board builds (%d MySQL reads, %d Redis pipelines), %d health builds",
-		viewers, polls, c.boards.builds.Load(), cs.recent.Load(), redisReads.Load(), c.healths.builds.Load())
+	t.Logf("%d viewers x %d polls of the board (page + JSON), of health and of a SKU: %d board builds (%d MySQL reads, %d Redis pipelines), %d health builds, %d SKU reads",
+		viewers, polls, c.boards.builds.Load(), cs.recent.Load(), redisReads.Load(), c.healths.builds.Load(), show.shows.Load())
 	for name, got := range map[string]int64{
 		"board builds": c.boards.builds.Load(), "MySQL reads": cs.recent.Load(), "Redis pipelines": redisReads.Load(),
-		"health builds": c.healths.builds.Load(), "health probes": healthReads.Load(),
+		"health builds": c.healths.builds.Load(), "health probes": healthReads.Load(), "SKU reads": show.shows.Load(),
 	} {
 		if got != polls {
 			t.Errorf("%s = %d for %d viewers x %d polls, want %d (one per interval)", name, got, viewers, polls, polls)
