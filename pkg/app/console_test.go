@@ -13,6 +13,7 @@ import (
 
 	"surge/internal/apptest"
 	"surge/internal/testenv"
+	"surge/pkg/admin"
 	"surge/pkg/store"
 )
 
@@ -86,11 +87,11 @@ func TestConsoleHealthAsExporter(t *testing.T) {
 func TestStockLoadAuditedThroughAdminAPI(t *testing.T) {
 	c := commonConfig(t)
 	_, g := startGatewayConfig(t, apptest.GatewayConfig(t, c, "test-token"))
-	admin := apptest.AdminURL(g)
+	adminURL := apptest.AdminURL(g)
 	sku := testenv.Unique("audit-")
 	testenv.CleanupSKU(t, testenv.Redis(t), sku)
 	put := func(stock, operator string) int {
-		req, _ := http.NewRequest(http.MethodPut, admin+"/v1/admin/stock/"+sku, strings.NewReader(`{"stock":`+stock+`}`))
+		req, _ := http.NewRequest(http.MethodPut, adminURL+"/v1/admin/stock/"+sku, strings.NewReader(`{"stock":`+stock+`}`))
 		req.Header.Set("Authorization", "Bearer test-token")
 		if operator != "" {
 			req.Header.Set("X-Surge-Operator", operator)
@@ -120,10 +121,10 @@ func TestStockLoadAuditedThroughAdminAPI(t *testing.T) {
 	if err != nil || len(loads) != 2 {
 		t.Fatalf("loads %+v, %v; want 2", loads, err)
 	}
-	if l := loads[0]; l.Actor != "erin" || l.Via != store.ViaAdminAPI || l.StockAfter != 12 || l.StockBefore.Int64 != 10 {
+	if l := loads[0]; l.Actor != "erin" || l.Via != admin.ViaAdminAPI || l.StockAfter != 12 || l.StockBefore.Int64 != 10 {
 		t.Errorf("newest load %+v, want erin via admin-api 10 -> 12", l)
 	}
-	if l := loads[1]; l.Actor != "admin-api" || l.Via != store.ViaAdminAPI || !l.Created() {
+	if l := loads[1]; l.Actor != "admin-api" || l.Via != admin.ViaAdminAPI || !l.Created() {
 		t.Errorf("first load %+v, want admin-api creating the product", l)
 	}
 }

@@ -188,7 +188,7 @@ func (c *Console) loadStock(w http.ResponseWriter, r *http.Request, s *session) 
 		err = fmt.Errorf("stock must be a whole number: %w", order.ErrInvalid)
 	default:
 		res.Stock = n
-		ctx := store.WithLoadedBy(r.Context(), store.LoadedBy{Actor: s.Operator, Via: store.ViaConsole})
+		ctx := admin.WithLoadedBy(r.Context(), admin.LoadedBy{Actor: s.Operator, Via: admin.ViaConsole})
 		_, err = c.Loads.Load(ctx, sku, admin.LoadRequest{Stock: &n})
 	}
 	if err != nil {

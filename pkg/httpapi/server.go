@@ -18,7 +18,6 @@ import (
 	"surge/pkg/admin"
 	"surge/pkg/gateway"
 	"surge/pkg/order"
-	"surge/pkg/store"
 )
 
 // Acceptor takes orders. *gateway.Service implements it. Refused turns a
@@ -242,7 +241,7 @@ func (s *Server) putStock(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%s: %w", OperatorHeader, err))
 		return
 	}
-	ctx := store.WithLoadedBy(r.Context(), store.LoadedBy{Actor: who, Via: store.ViaAdminAPI})
+	ctx := admin.WithLoadedBy(r.Context(), admin.LoadedBy{Actor: who, Via: admin.ViaAdminAPI})
 	rep, err := s.Stock.Load(ctx, r.PathValue("sku"), req)
 	if err != nil {
 		s.writeError(w, r, err)

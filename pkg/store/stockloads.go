@@ -7,46 +7,15 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"surge/pkg/admin"
 )
 
-// LoadedBy names who loads stock and through what, for the stock_loads
-// row SetStockWith writes in the load's own transaction. It rides on the
-// context (WithLoadedBy), so the stock-setting signatures stay as they are.
-type LoadedBy struct {
-	// Actor is the operator (1-64 printable ASCII; admin.ValidateActor).
-	Actor string
-	// Via is the way in: ViaConsole, ViaOpsctl or ViaAdminAPI.
-	Via string
-}
-
-// The ways a stock load comes in.
-const (
-	ViaConsole  = "console"
-	ViaOpsctl   = "opsctl"
-	ViaAdminAPI = "admin-api"
-	// viaUnknown marks a load whose caller named nobody (tests, tools).
-	viaUnknown = "unknown"
-)
-
-type loadedByKey struct{}
-
-// WithLoadedBy returns ctx carrying who loads stock with it.
-func WithLoadedBy(ctx context.Context, by LoadedBy) context.Context {
-	return context.WithValue(ctx, loadedByKey{}, by)
-}
-
-func loadedBy(ctx context.Context) LoadedBy {
-	by, _ := ctx.Value(loadedByKey{}).(LoadedBy)
-	if by.Via == "" {
-		by.Via = viaUnknown
-	}
-	return by
-}
-
-// recordStockLoad writes the audit row of a load in tx: prev is the row
-// before (nil when the load created it), next after.
+// recordStockLoad writes the audit row of a load in tx, naming who loads
+// as ctx says (admin.WithLoadedBy): prev is the row before (nil when the
+// load created it), next after.
 func recordStockLoad(ctx context.Context, tx *sqlx.Tx, prev *Product, next Product) error {
-	by := loadedBy(ctx)
+	by := admin.LoadedByFrom(ctx)
 	var before sql.NullInt64
 	if prev != nil {
 		before = sql.NullInt64{Int64: int64(prev.Stock), Valid: true}

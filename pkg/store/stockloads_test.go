@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"surge/pkg/admin"
 	"surge/pkg/order"
 )
 
@@ -15,11 +16,11 @@ import (
 func TestStockLoadsAudited(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	dana := WithLoadedBy(ctx, LoadedBy{Actor: "dana", Via: ViaConsole})
+	dana := admin.WithLoadedBy(ctx, admin.LoadedBy{Actor: "dana", Via: admin.ViaConsole})
 	if _, err := s.SetStock(dana, "lamp", 10, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	ops := WithLoadedBy(ctx, LoadedBy{Actor: "root", Via: ViaOpsctl})
+	ops := admin.WithLoadedBy(ctx, admin.LoadedBy{Actor: "root", Via: admin.ViaOpsctl})
 	if _, err := s.SetStock(ops, "lamp", 25, nil, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"surge/pkg/admin"
 	"surge/pkg/app"
 	"surge/pkg/ops"
-	"surge/pkg/store"
 )
 
 func init() {
@@ -78,7 +77,7 @@ func runStock(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		rep, err = svc.Load(store.WithLoadedBy(ctx, store.LoadedBy{Actor: who, Via: store.ViaOpsctl}), sku, req)
+		rep, err = svc.Load(admin.WithLoadedBy(ctx, admin.LoadedBy{Actor: who, Via: admin.ViaOpsctl}), sku, req)
 	case "show":
 		rep, err = svc.Show(ctx, sku)
 	default:

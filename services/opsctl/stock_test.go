@@ -7,7 +7,7 @@ import (
 
 	"surge/internal/testenv"
 	"surge/internal/testkit"
-	"surge/pkg/store"
+	"surge/pkg/admin"
 )
 
 // TestStockLoadAudited: opsctl stock load records the load under
@@ -24,7 +24,7 @@ func TestStockLoadAudited(t *testing.T) {
 		t.Fatalf("stock load: exit %d: %s", code, errOut.String())
 	}
 	loads, err := db.StockLoads(context.Background(), sku, 5)
-	if err != nil || len(loads) != 1 || loads[0].Actor != "frank" || loads[0].Via != store.ViaOpsctl || loads[0].StockAfter != 7 {
+	if err != nil || len(loads) != 1 || loads[0].Actor != "frank" || loads[0].Via != admin.ViaOpsctl || loads[0].StockAfter != 7 {
 		t.Fatalf("loads %+v, %v; want one by frank via opsctl", loads, err)
 	}
 }
