@@ -3,13 +3,14 @@
 -- {host} the users' host (SURGE_MYSQL_USER_HOST, default 127.0.0.1). Nobody but ops may DELETE,
 -- DROP or ALTER; only the worker writes orders and invoices.
 
--- Gateway: product lookups and order status; the admin API it hosts loads stock (products)
--- and records dead-letter replays and reconcile runs.
+-- Gateway: product lookups and order status; the admin API and console it hosts load stock
+-- (products, audited in stock_loads) and record dead-letter replays and reconcile runs.
 GRANT SELECT ON `{db}`.`orders` TO 'surge-gateway'@'{host}';
 GRANT SELECT ON `{db}`.`invoices` TO 'surge-gateway'@'{host}';
 GRANT SELECT, INSERT, UPDATE ON `{db}`.`products` TO 'surge-gateway'@'{host}';
 GRANT SELECT, INSERT ON `{db}`.`dlq_replays` TO 'surge-gateway'@'{host}';
 GRANT SELECT, INSERT ON `{db}`.`reconcile_repairs` TO 'surge-gateway'@'{host}';
+GRANT SELECT, INSERT ON `{db}`.`stock_loads` TO 'surge-gateway'@'{host}';
 
 -- Worker: the guarded stock update, order + invoice inserts, fencing tokens.
 GRANT SELECT, UPDATE ON `{db}`.`products` TO 'surge-worker'@'{host}';
