@@ -9,13 +9,14 @@ GRANT SELECT ON `{db}`.`goose_db_version` TO 'surge-gateway'@'{host}';
 GRANT SELECT ON `{db}`.`goose_db_version` TO 'surge-worker'@'{host}';
 GRANT SELECT ON `{db}`.`goose_db_version` TO 'surge-reconciler'@'{host}';
 
--- Gateway: product lookups and order status; the admin API it hosts loads stock (products)
--- and records dead-letter replays and reconcile runs.
+-- Gateway: product lookups and order status; the admin API and console it hosts load stock
+-- (products, audited in stock_loads) and record dead-letter replays and reconcile runs.
 GRANT SELECT ON `{db}`.`orders` TO 'surge-gateway'@'{host}';
 GRANT SELECT ON `{db}`.`invoices` TO 'surge-gateway'@'{host}';
 GRANT SELECT, INSERT, UPDATE ON `{db}`.`products` TO 'surge-gateway'@'{host}';
 GRANT SELECT, INSERT ON `{db}`.`dlq_replays` TO 'surge-gateway'@'{host}';
 GRANT SELECT, INSERT ON `{db}`.`reconcile_repairs` TO 'surge-gateway'@'{host}';
+GRANT SELECT, INSERT ON `{db}`.`stock_loads` TO 'surge-gateway'@'{host}';
 
 -- Worker: the guarded stock update, order + invoice inserts, fencing tokens.
 GRANT SELECT, UPDATE ON `{db}`.`products` TO 'surge-worker'@'{host}';

@@ -40,15 +40,27 @@ func mountConsole(d consoleDeps) (closeConsole func()) {
 	for i, c := range d.api.AdminReady {
 		checks[i] = console.Probe{Name: c.Name, Ping: c.Ping}
 	}
+	adminProxies, _ := httpapi.ParseTrustedProxies(d.cfg.AdminTrustedProxies) // checked by Validate
+	var rates func(ctx context.Context) (map[string]console.QueueRate, error)
+	if d.cfg.RabbitMQManagementURL != "" {
+		m, _ := console.NewManagement(d.cfg.RabbitMQManagementURL, d.cfg.AMQP.URL) // checked by Validate
+		rates = m.Rates
+	}
 	c := &console.Console{
-		Token: d.cfg.AdminToken, Store: d.eng.db, Stock: d.api.Stock, Status: d.tracker, States: d.stock,
+		Token: d.cfg.AdminToken, Store: d.eng.db, Stock: d.api.Stock, Loads: d.api.Stock, Status: d.tracker, States: d.stock,
 		Letters: d.letters, Reconcile: d.rec, IdempotencyTTL: d.cfg.IdempotencyTTL, Log: d.log,
+		Counters: func(ctx context.Context, skus []string) ([]stock.Counters, error) {
+			return stock.ReadCounters(ctx, d.eng.redis, skus)
+		},
+		SnapshotEvery:  d.cfg.ConsoleSnapshotEvery,
+		TrustedProxies: adminProxies,
 		Health: &console.Health{
 			Checks: checks,
 			Queues: append(metrics.TopologyQueues(topo), topo.DiscardedQueue()),
 			Depth: func(ctx context.Context, name string) (int, int, error) {
 				return queue.QueueDepth(ctx, d.eng.mq, name)
 			},
+			Rates: rates,
 			Redis: prober,
 			Seeds: d.cfg.Redis.Addrs,
 		},

@@ -11,6 +11,7 @@ import (
 
 	apidoc "surge/api"
 	"surge/pkg/config"
+	"surge/pkg/console"
 	"surge/pkg/gateway"
 	"surge/pkg/httpapi"
 	"surge/pkg/idem"
@@ -51,6 +52,21 @@ type GatewayConfig struct {
 	// without memory and lag.
 	ConsoleRedisUser     string `envconfig:"CONSOLE_REDIS_USER"`
 	ConsoleRedisPassword string `envconfig:"CONSOLE_REDIS_PASSWORD" secret:"true"`
+	// ConsoleSnapshotEvery is how often the console's board and health
+	// page read the engines, shared by every open tab:
+	// SURGE_CONSOLE_SNAPSHOT_EVERY, default 1s.
+	ConsoleSnapshotEvery time.Duration `envconfig:"CONSOLE_SNAPSHOT_EVERY" default:"1s"`
+	// RabbitMQManagementURL is the RabbitMQ management API the console's
+	// health page reads per-queue rates from: SURGE_RABBITMQ_MANAGEMENT_URL
+	// (or _FILE), e.g. http://surge-ops:secret@rabbitmq:15672/; without a
+	// user in it, the AMQP URL's is used. Empty: the rates read n/a.
+	RabbitMQManagementURL string `envconfig:"RABBITMQ_MANAGEMENT_URL" secret:"true"`
+	// AdminTrustedProxies are the proxies in front of the admin listener,
+	// CIDRs or addresses: SURGE_ADMIN_TRUSTED_PROXIES, comma-separated,
+	// default none. Their X-Forwarded-Proto: https makes the console's
+	// session cookie Secure; their X-Forwarded-For names the client whose
+	// sign-ins are throttled.
+	AdminTrustedProxies []string `envconfig:"ADMIN_TRUSTED_PROXIES"`
 	// PublishChannels is the size of the confirm-mode channel pool:
 	// SURGE_PUBLISH_CHANNELS, default 8.
 	PublishChannels int `envconfig:"PUBLISH_CHANNELS" default:"8"`
@@ -110,6 +126,14 @@ func (c *GatewayConfig) Validate() error {
 	// The admin API and the console are served on AdminAddr.
 	if err := config.CheckAdminToken(c.AdminAddr, c.AdminToken); err != nil {
 		return fmt.Errorf("SURGE_ADMIN_ADDR=%s: %w", c.AdminAddr, err)
+	}
+	if _, err := httpapi.ParseTrustedProxies(c.AdminTrustedProxies); err != nil {
+		return fmt.Errorf("SURGE_ADMIN_TRUSTED_PROXIES: %w", err)
+	}
+	if c.RabbitMQManagementURL != "" {
+		if _, err := console.NewManagement(c.RabbitMQManagementURL, c.AMQP.URL); err != nil {
+			return err
+		}
 	}
 	return nil
 }

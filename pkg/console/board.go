@@ -2,11 +2,13 @@ package console
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
-	"sync"
+	"time"
 
 	"surge/pkg/admin"
+	"surge/pkg/stock"
 	"surge/pkg/store"
 )
 
@@ -40,30 +42,58 @@ type boardData struct {
 	Query string     `json:"query"`
 	Rows  []boardRow `json:"rows"`
 	Error string     `json:"error,omitempty"`
+	// At is when the snapshot was read; Trends are the sparklines.
+	At     time.Time `json:"at"`
+	Trends trendView `json:"trends"`
 }
 
-func (c *Console) boardRows(ctx context.Context, query string) boardData {
-	d := boardData{Query: query, Rows: []boardRow{}}
+// buildBoard reads the board once: one MySQL query for the SKUs (stock and
+// sold included) and one Redis pipeline for their counters
+// (stock.ReadCounters). Every viewer gets it through c.boards.
+func (c *Console) buildBoard(ctx context.Context, query string) boardData {
+	d := boardData{Query: query, Rows: []boardRow{}, At: c.Now().UTC()}
 	ps, err := c.Store.RecentProducts(ctx, query, boardLimit)
 	if err != nil {
 		d.Error = err.Error()
 		return d
 	}
-	d.Rows = make([]boardRow, len(ps))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
+	skus := make([]string, len(ps))
 	for i, p := range ps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			rep, err := c.Stock.Show(ctx, p.SKU)
-			d.Rows[i] = c.row(p, rep, err)
-		}()
+		skus[i] = p.SKU
 	}
-	wg.Wait()
+	var cs []stock.Counters
+	if c.Counters != nil {
+		cs, err = c.Counters(ctx, skus)
+	} else {
+		err = errors.New("no Redis to read the counters from")
+	}
+	d.Rows = make([]boardRow, len(ps))
+	for i, p := range ps {
+		var rc stock.Counters
+		if err == nil {
+			rc = cs[i]
+		}
+		d.Rows[i] = c.boardRow(p, rc, err)
+	}
+	if query == "" && err == nil {
+		c.trends.add(d.At, d.Rows)
+	}
 	return d
+}
+
+// boardRow is one SKU's line from its counters: reserved units are
+// derived, and the sum is checked against the open reservations as far as
+// counters can (stock.Counters.Balanced); the SKU's page reads them whole.
+func (c *Console) boardRow(p store.LoadedProduct, rc stock.Counters, err error) boardRow {
+	r := boardRow{SKU: p.SKU, Name: p.Name, LoadedAt: p.LoadedAt.UTC().Format("2006-01-02 15:04:05"),
+		MySQLStock: p.Stock, MySQLSold: p.Sold}
+	if err != nil {
+		r.Error = err.Error()
+	} else {
+		r.Loaded, r.RedisStock, r.RedisAvail, r.RedisResv, r.RedisSold = rc.Loaded, rc.Stock, rc.Avail, rc.Reserved, rc.Sold
+		r.Consistent = rc.Loaded && rc.Balanced() && rc.Stock == p.Stock && rc.Sold == p.Sold
+	}
+	return c.finish(r)
 }
 
 // row is one SKU's line; MySQL's figures come from the Show when it
@@ -81,6 +111,11 @@ func (c *Console) row(p store.LoadedProduct, rep admin.StockReport, err error) b
 		r.Loaded, r.RedisStock, r.RedisAvail, r.RedisResv, r.RedisSold = v.Loaded, v.Stock, v.Avail, v.Reserved, v.Sold
 		r.Consistent = rep.Consistent
 	}
+	return c.finish(r)
+}
+
+// finish derives a row's MySQL availability, its state and its rates.
+func (c *Console) finish(r boardRow) boardRow {
 	r.MySQLAvail = r.MySQLStock - r.MySQLSold
 	switch {
 	case r.Error != "":
@@ -94,16 +129,27 @@ func (c *Console) row(p store.LoadedProduct, rep admin.StockReport, err error) b
 	default:
 		r.State = "drift"
 	}
-	r.AcceptedPS, r.InvoicedPS = c.rates.observe(p.SKU, r.RedisSold+r.RedisResv, r.MySQLSold)
+	r.AcceptedPS, r.InvoicedPS = c.rates.observe(r.SKU, r.RedisSold+r.RedisResv, r.MySQLSold)
 	return r
 }
 
 func (c *Console) board(w http.ResponseWriter, r *http.Request, s *session) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
-	c.render(w, http.StatusOK, "board.html", s, "Sale board", "board", c.boardRows(r.Context(), q))
+	c.render(w, http.StatusOK, "board.html", s, "Sale board", "board", c.boardView(r.Context(), q))
 }
 
 func (c *Console) boardJSON(w http.ResponseWriter, r *http.Request, s *session) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
-	writeJSON(w, http.StatusOK, c.boardRows(r.Context(), q))
+	writeJSON(w, http.StatusOK, c.boardView(r.Context(), q))
+}
+
+// boardView is the shared snapshot for query, with the trends as of now.
+func (c *Console) boardView(ctx context.Context, query string) boardData {
+	if len(query) > 100 {
+		query = query[:100]
+	}
+	d := c.boards.get(ctx, query)
+	d.Query = query
+	d.Trends = c.trends.view(c.Now())
+	return d
 }

@@ -24,12 +24,14 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"surge/pkg/admin"
 	"surge/pkg/gateway"
 	"surge/pkg/ops"
 	"surge/pkg/order"
+	"surge/pkg/stock"
 	"surge/pkg/store"
 )
 
@@ -46,6 +48,7 @@ type Store interface {
 	OrderRows(ctx context.Context, ids []string) (map[string]store.OrderRow, error)
 	Replays(ctx context.Context, q store.AuditQuery) ([]store.ReplayEntry, error)
 	Repairs(ctx context.Context, q store.AuditQuery) ([]store.RepairEntry, error)
+	StockLoads(ctx context.Context, sku string, limit int) ([]store.StockLoad, error)
 }
 
 var _ Store = (*store.Store)(nil)
@@ -54,6 +57,13 @@ var _ Store = (*store.Store)(nil)
 // implements it.
 type StockViewer interface {
 	Show(ctx context.Context, sku string) (admin.StockReport, error)
+}
+
+// StockLoader loads stock as the admin API does (MySQL and Redis in one
+// step, the gateway's cached view dropped). The gateway's stock admin
+// implements it.
+type StockLoader interface {
+	Load(ctx context.Context, sku string, req admin.LoadRequest) (admin.StockReport, error)
 }
 
 // StatusReader answers an order's status as the public API does.
@@ -92,25 +102,46 @@ var _ Reconciler = (*ops.Reconcile)(nil)
 type Console struct {
 	// Token is the admin token: the sign-in password, and the key the
 	// session cookies are signed with (changing it signs everyone out).
-	Token     string
-	Store     Store
-	Stock     StockViewer
+	Token string
+	Store Store
+	Stock StockViewer
+	// Loads loads stock from a SKU's page, audited under the operator.
+	// Nil: the page has no load form.
+	Loads     StockLoader
 	Status    StatusReader
 	States    OrderStates
 	Letters   DeadLetters
 	Reconcile Reconciler
 	Health    *Health
+	// Counters reads many SKUs' stock counters in one round trip
+	// (stock.ReadCounters on the cluster): the board's Redis read.
+	Counters func(ctx context.Context, skus []string) ([]stock.Counters, error)
+	// SnapshotEvery is how often the board and the health page are read
+	// from the engines, whatever the number of viewers:
+	// SURGE_CONSOLE_SNAPSHOT_EVERY. Default 1s.
+	SnapshotEvery time.Duration
 	// IdempotencyTTL is the gateway's SURGE_IDEMPOTENCY_TTL, which order
 	// ids are derived with (lookup by customer and key).
 	IdempotencyTTL time.Duration
+	// TrustedProxies are the proxies in front of the admin listener
+	// (SURGE_ADMIN_TRUSTED_PROXIES): their X-Forwarded-Proto makes the
+	// session cookie Secure, their X-Forwarded-For names the client whose
+	// sign-ins are throttled. Nobody else's headers count.
+	TrustedProxies []netip.Prefix
 	// Log receives the operators' actions, refused sign-ins and render
 	// errors. Default slog.Default().
 	Log *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 
-	pages map[string]*template.Template
-	rates *rates
+	pages   map[string]*template.Template
+	rates   *rates
+	trends  *trends
+	signIns *throttle
+	boards  *snapshots[boardData]
+	healths *snapshots[healthData]
+	// skuLives are the SKU pages' live rows, one per SKU shown.
+	skuLives *snapshots[skuLive]
 }
 
 func (c *Console) setDefaults() {
@@ -119,6 +150,9 @@ func (c *Console) setDefaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.SnapshotEvery <= 0 {
+		c.SnapshotEvery = time.Second
 	}
 }
 
@@ -130,6 +164,11 @@ func (c *Console) Handler() http.Handler {
 	c.setDefaults()
 	c.pages = parsePages()
 	c.rates = newRates(c.Now)
+	c.trends = &trends{}
+	c.signIns = newThrottle(signInFailures, signInWindow, signInAddrs, c.Now)
+	c.boards = newSnapshots(c.SnapshotEvery, c.Now, c.buildBoard)
+	c.healths = newSnapshots(c.SnapshotEvery, c.Now, c.buildHealth)
+	c.skuLives = newSnapshots(c.SnapshotEvery, c.Now, c.buildSKULive)
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(staticFS, "static")
 	mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", staticFiles(static)))
@@ -142,6 +181,7 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("GET /console/skus/{sku}", c.page(c.sku))
 	mux.HandleFunc("GET /console/api/skus/{sku}", c.api(c.skuJSON))
 	mux.HandleFunc("POST /console/skus/{sku}/reconcile", c.change(c.reconcileSKU))
+	mux.HandleFunc("POST /console/skus/{sku}/stock", c.change(c.loadStock))
 	mux.HandleFunc("GET /console/dead-letters", c.page(c.deadLetters))
 	mux.HandleFunc("GET /console/dead-letters/{id}", c.page(c.deadLetter))
 	mux.HandleFunc("POST /console/dead-letters/replay", c.change(c.replay))

@@ -27,6 +27,9 @@ type Health struct {
 	// Depth reads a queue's ready messages and consumers
 	// (queue.QueueDepth).
 	Depth func(ctx context.Context, queue string) (messages, consumers int, err error)
+	// Rates reads every queue's publish, deliver and ack rates
+	// (Management.Rates). Nil: the page says n/a.
+	Rates func(ctx context.Context) (map[string]QueueRate, error)
 	// Redis reads the cluster node by node from Seeds.
 	Redis *redisnode.Prober
 	Seeds []string
@@ -43,6 +46,8 @@ type queueRow struct {
 	Name                string
 	Messages, Consumers int
 	Error               string
+	// Rate is nil when the rates are not known (RatesNote says why).
+	Rate *QueueRate
 }
 
 type nodeRow struct {
@@ -59,7 +64,9 @@ type healthData struct {
 	Queues     []queueRow
 	Nodes      []nodeRow
 	NodesError string
-	At         time.Time
+	// RatesNote says why the queues show no rates: "" when they do.
+	RatesNote string
+	At        time.Time
 }
 
 func (h *Health) gather(ctx context.Context) healthData {
@@ -93,7 +100,24 @@ func (h *Health) gather(ctx context.Context) healthData {
 	if h.Redis != nil {
 		wg.Go(func() { d.Nodes, d.NodesError = h.nodes(ctx) })
 	}
+	var rates map[string]QueueRate
+	var ratesErr error
+	if h.Rates != nil {
+		wg.Go(func() { rates, ratesErr = h.Rates(ctx) })
+	}
 	wg.Wait()
+	switch {
+	case h.Rates == nil:
+		d.RatesNote = "n/a: set SURGE_RABBITMQ_MANAGEMENT_URL to show the rates"
+	case ratesErr != nil:
+		d.RatesNote = "n/a: " + ratesErr.Error()
+	default:
+		for i := range d.Queues {
+			if r, ok := rates[d.Queues[i].Name]; ok {
+				d.Queues[i].Rate = &r
+			}
+		}
+	}
 	return d
 }
 
@@ -180,9 +204,13 @@ func shortID(id string) string {
 }
 
 func (c *Console) health(w http.ResponseWriter, r *http.Request, s *session) {
-	var d healthData
-	if c.Health != nil {
-		d = c.Health.gather(r.Context())
+	c.render(w, http.StatusOK, "health.html", s, "Health", "health", c.healths.get(r.Context(), ""))
+}
+
+// buildHealth reads the engines once for every viewer of the health page.
+func (c *Console) buildHealth(ctx context.Context, _ string) healthData {
+	if c.Health == nil {
+		return healthData{At: c.Now()}
 	}
-	c.render(w, http.StatusOK, "health.html", s, "Health", "health", d)
+	return c.Health.gather(ctx)
 }

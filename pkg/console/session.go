@@ -8,10 +8,16 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+
+	"surge/pkg/httpapi"
 )
 
 // Sessions are signed cookies, not server state: every gateway behind a
@@ -61,7 +67,45 @@ func (c *Console) issue(w http.ResponseWriter, r *http.Request, operator string)
 
 func (c *Console) cookie(r *http.Request, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{Name: cookieName, Value: value, Path: Prefix, MaxAge: maxAge,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.viaHTTPS(r)}
+}
+
+// viaHTTPS reports whether the browser reached the console over HTTPS:
+// this gateway terminated TLS, or the peer is a trusted proxy
+// (SURGE_ADMIN_TRUSTED_PROXIES) whose X-Forwarded-Proto says https. The
+// last value counts, the one the nearest proxy wrote; a client elsewhere
+// cannot set it.
+func (c *Console) viaHTTPS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if !c.fromTrustedProxy(r) {
+		return false
+	}
+	vs := r.Header.Values("X-Forwarded-Proto")
+	if len(vs) == 0 {
+		return false
+	}
+	parts := strings.Split(vs[len(vs)-1], ",")
+	return strings.EqualFold(strings.TrimSpace(parts[len(parts)-1]), "https")
+}
+
+func (c *Console) fromTrustedProxy(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	for _, p := range c.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // session returns the request's valid session.
@@ -160,19 +204,30 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	token, operator := r.PostFormValue("token"), strings.TrimSpace(r.PostFormValue("operator"))
 	d := loginData{Next: safeNext(r.PostFormValue("next")), Operator: operator}
+	addr := throttleKey(httpapi.ClientIP(r, c.TrustedProxies))
+	if wait := c.signIns.wait(addr); wait > 0 {
+		secs := int((wait + time.Second - 1) / time.Second)
+		d.Error = fmt.Sprintf("Too many wrong tokens from your address: try again in %d s.", secs)
+		c.Log.Warn("console: sign-in throttled", "addr", addr, "operator", operator, "retry_after_s", secs)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		c.render(w, http.StatusTooManyRequests, "login.html", nil, "Sign in", "", d)
+		return
+	}
 	switch {
 	case c.Token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(c.Token)) != 1:
 		d.Error = "That is not the admin token."
+		c.signIns.fail(addr)
 	case validOperator(operator) != nil:
 		d.Error = validOperator(operator).Error()
 	case !sameOrigin(r):
 		d.Error = "Sign in from this console's own page."
 	}
 	if d.Error != "" {
-		c.Log.Warn("console: sign-in refused", "operator", operator, "why", d.Error)
+		c.Log.Warn("console: sign-in refused", "addr", addr, "operator", operator, "why", d.Error)
 		c.render(w, http.StatusUnauthorized, "login.html", nil, "Sign in", "", d)
 		return
 	}
+	c.signIns.forget(addr)
 	c.issue(w, r, operator)
 	c.Log.Info("console: signed in", "operator", operator)
 	http.Redirect(w, r, d.Next, http.StatusSeeOther)

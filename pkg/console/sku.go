@@ -3,8 +3,11 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"surge/pkg/admin"
@@ -12,15 +15,29 @@ import (
 	"surge/pkg/store"
 )
 
-// recentOrders is how many of a SKU's orders its page lists.
-const recentOrders = 20
+// recentOrders is how many of a SKU's orders its page lists, and
+// recentLoads how many of its stock loads.
+const (
+	recentOrders = 20
+	recentLoads  = 20
+)
 
 type skuData struct {
 	Row          boardRow
 	Reservations []heldRow
 	Orders       []store.OrderRow
 	OrdersError  string
+	Loads        []store.StockLoad
+	LoadsError   string
+	CanLoad      bool
+	Loaded       *loadResult
 	Result       *reconcileResult
+}
+
+// loadResult is a stock load made from the page.
+type loadResult struct {
+	Stock int
+	Error string
 }
 
 type heldRow struct {
@@ -53,6 +70,10 @@ func (c *Console) skuData(ctx context.Context, sku string) (skuData, error) {
 	if d.Orders, err = c.Store.RecentOrders(ctx, sku, recentOrders); err != nil {
 		d.OrdersError = err.Error()
 	}
+	if d.Loads, err = c.Store.StockLoads(ctx, sku, recentLoads); err != nil {
+		d.LoadsError = err.Error()
+	}
+	d.CanLoad = c.Loads != nil
 	return d, nil
 }
 
@@ -78,10 +99,37 @@ func (c *Console) sku(w http.ResponseWriter, r *http.Request, s *session) {
 	c.render(w, http.StatusOK, "sku.html", s, "SKU "+d.Row.SKU, "board", d)
 }
 
-func (c *Console) skuJSON(w http.ResponseWriter, r *http.Request, s *session) {
-	d, err := c.skuData(r.Context(), r.PathValue("sku"))
+// skuLive is what a SKU page polls: its row, read once per interval for
+// every tab showing that SKU.
+type skuLive struct {
+	Row boardRow
+	Err error
+}
+
+func (c *Console) buildSKULive(ctx context.Context, sku string) skuLive {
+	if err := order.ValidateSKU(sku); err != nil {
+		return skuLive{Err: err}
+	}
+	rep, err := c.Stock.Show(ctx, sku)
 	if err != nil {
+		return skuLive{Err: err}
+	}
+	p := store.LoadedProduct{Product: store.Product{SKU: sku}}
+	if rep.MySQL != nil {
+		p.Product = store.Product(*rep.MySQL)
+	}
+	return skuLive{Row: c.row(p, rep, nil)}
+}
+
+func (c *Console) skuJSON(w http.ResponseWriter, r *http.Request, s *session) {
+	sku := r.PathValue("sku")
+	if err := order.ValidateSKU(sku); err != nil {
 		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
+		return
+	}
+	d := c.skuLives.get(r.Context(), sku)
+	if d.Err != nil {
+		writeJSON(w, statusOf(d.Err), map[string]string{"error": d.Err.Error()})
 		return
 	}
 	writeJSON(w, http.StatusOK, d.Row)
@@ -124,4 +172,38 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	}
 	return http.StatusServiceUnavailable
+}
+
+// loadStock sets a SKU's total stock from its page, as opsctl stock load
+// does: refused below what is sold or reserved, recorded in stock_loads
+// under the signed-in operator.
+func (c *Console) loadStock(w http.ResponseWriter, r *http.Request, s *session) {
+	sku := r.PathValue("sku")
+	res := loadResult{}
+	n, err := strconv.Atoi(strings.TrimSpace(r.PostFormValue("stock")))
+	switch {
+	case c.Loads == nil:
+		err = errors.New("stock loads are not available on this console")
+	case err != nil:
+		err = fmt.Errorf("stock must be a whole number: %w", order.ErrInvalid)
+	default:
+		res.Stock = n
+		ctx := admin.WithLoadedBy(r.Context(), admin.LoadedBy{Actor: s.Operator, Via: admin.ViaConsole})
+		_, err = c.Loads.Load(ctx, sku, admin.LoadRequest{Stock: &n})
+	}
+	if err != nil {
+		res.Error = err.Error()
+	}
+	c.Log.Info("console: stock load", "operator", s.Operator, "sku", sku, "stock", n, "err", err)
+	d, derr := c.skuData(r.Context(), sku)
+	if derr != nil {
+		c.fail(w, s, statusOf(derr), derr)
+		return
+	}
+	d.Loaded = &res
+	status := http.StatusOK
+	if err != nil {
+		status = statusOf(err)
+	}
+	c.render(w, status, "sku.html", s, "SKU "+sku, "board", d)
 }

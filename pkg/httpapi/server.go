@@ -234,7 +234,15 @@ func (s *Server) putStock(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	rep, err := s.Stock.Load(r.Context(), r.PathValue("sku"), req)
+	// The load is audited (stock_loads) under X-Surge-Operator, else
+	// DefaultOperator, the admin token's name.
+	who := actor(r)
+	if err := admin.ValidateActor(who); err != nil {
+		s.writeError(w, r, fmt.Errorf("%s: %w", OperatorHeader, err))
+		return
+	}
+	ctx := admin.WithLoadedBy(r.Context(), admin.LoadedBy{Actor: who, Via: admin.ViaAdminAPI})
+	rep, err := s.Stock.Load(ctx, r.PathValue("sku"), req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

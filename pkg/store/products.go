@@ -42,6 +42,8 @@ type StockLoader func(ctx context.Context, prev, next Product) (keep bool, err e
 // SetStockWith is SetStock that runs load before committing, while the
 // row is locked, so that no worker sells in MySQL between the two and a
 // load refused elsewhere leaves MySQL unchanged. A nil load is SetStock.
+// Every load that commits leaves its stock_loads row, naming who loaded
+// (WithLoadedBy on ctx).
 func (s *Store) SetStockWith(ctx context.Context, sku string, stock int, name *string, priceCents *int64, load StockLoader) (Product, error) {
 	if err := validateStock(sku, stock, name, priceCents); err != nil {
 		return Product{}, err
@@ -60,11 +62,14 @@ func (s *Store) SetStockWith(ctx context.Context, sku string, stock int, name *s
 		// Create or lock the row in one statement: a SELECT ... FOR UPDATE
 		// of a missing row would only take a gap lock, and two creators
 		// would deadlock on their inserts.
-		_, err := tx.ExecContext(ctx, `INSERT INTO products (sku, name, price_cents, stock)
+		res, err := tx.ExecContext(ctx, `INSERT INTO products (sku, name, price_cents, stock)
 			VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE sku = sku`, sku, newName, newPrice, stock)
 		if err != nil {
 			return fmt.Errorf("ensure product sku=%s: %w", sku, err)
 		}
+		// 1: inserted, 0: it was there (1 as well with the DSN's
+		// clientFoundRows, which surge does not set).
+		created, _ := res.RowsAffected()
 		err = tx.GetContext(ctx, &p, "SELECT "+productColumns+" FROM products WHERE sku = ? FOR UPDATE", sku)
 		if err != nil {
 			return fmt.Errorf("lock product sku=%s: %w", sku, err)
@@ -84,6 +89,13 @@ func (s *Store) SetStockWith(ctx context.Context, sku string, stock int, name *s
 			p.Stock, p.Name, p.PriceCents, sku)
 		if err != nil {
 			return fmt.Errorf("update product sku=%s: %w", sku, err)
+		}
+		was := &prev
+		if created == 1 {
+			was = nil
+		}
+		if err := recordStockLoad(ctx, tx, was, p); err != nil {
+			return err
 		}
 		if load == nil {
 			return nil

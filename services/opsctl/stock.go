@@ -101,6 +101,11 @@ func (c *cli) stockCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			who, err := operator()
+			if err != nil {
+				return err
+			}
+			ctx = admin.WithLoadedBy(ctx, admin.LoadedBy{Actor: who, Via: admin.ViaOpsctl})
 			return c.stock(ctx, c.json, func(svc *ops.Stock) (admin.StockReport, error) {
 				return svc.Load(ctx, args[0], req)
 			})

@@ -206,6 +206,7 @@ func TestConsole(t *testing.T) {
 	t.Run("reconcile dry run shows the plan", func(t *testing.T) { reconcilePlan(t, c, p) })
 	t.Run("order lookup and health", func(t *testing.T) { lookupAndHealth(t, c, p) })
 	t.Run("board moves during a sale", func(t *testing.T) { boardMoves(t, c, p) })
+	t.Run("stock loads audited with their operator", func(t *testing.T) { stockLoads(t, c, p) })
 	t.Run("refused without a session or CSRF token", func(t *testing.T) { refusals(t, p) })
 }
 
@@ -217,25 +218,36 @@ func boardMoves(t *testing.T, c *console, p *pipeline) {
 	c.open("/console/")
 	eval[bool](c, `window.__noReload = true`)
 	// Loaded while the board is open: it appears without a reload.
-	p.loadStock(c.root, sku, 40)
+	p.loadStock(c.root, sku, 80)
 	row := fmt.Sprintf(`tr[data-sku=%q] `, sku)
 	c.waitText(row+`[data-f=mysql_sold]`, "the new SKU on the board", 5*time.Second, func(s string) bool { return s == "0" })
 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for i := range 24 {
+		for i := range 48 {
 			buy(t, p, sku, fmt.Sprintf("%s-c%d", sku, i), "k1")
 			time.Sleep(60 * time.Millisecond)
 		}
 	}()
 	rate := c.waitText(row+`[data-f=accepted_per_sec]`, "accepted/s during the sale", 10*time.Second,
 		func(s string) bool { f, _ := strconv.ParseFloat(s, 64); return f > 0 })
+	// The trends: both sparklines drawn, live, with a rate above zero.
+	c.waitText(`[data-t="accepted.peak"]`, "the accepted trend's peak", 10*time.Second,
+		func(s string) bool { f, _ := strconv.ParseFloat(s, 64); return f > 0 })
+	c.waitText(`[data-t="invoiced.peak"]`, "the invoiced trend's peak", 15*time.Second,
+		func(s string) bool { f, _ := strconv.ParseFloat(s, 64); return f > 0 })
+	for _, k := range []string{"accepted", "invoiced"} {
+		c.waitText(`[data-t="`+k+`.last"]`, "the "+k+" trend", 10*time.Second, func(string) bool {
+			pts := eval[string](c, `document.querySelector('svg.spark.`+k+` polyline').getAttribute('points')`)
+			return len(strings.Fields(pts)) >= 4
+		})
+	}
 	c.shot("02-board")
 	<-done
-	c.waitText(row+`[data-f=mysql_sold]`, "MySQL sold after the sale", 20*time.Second, func(s string) bool { return s == "24" })
-	c.waitText(row+`[data-f=redis_sold]`, "Redis sold after the sale", 10*time.Second, func(s string) bool { return s == "24" })
-	c.waitText(row+`[data-f=redis_avail]`, "Redis avail after the sale", 5*time.Second, func(s string) bool { return s == "16" })
+	c.waitText(row+`[data-f=mysql_sold]`, "MySQL sold after the sale", 20*time.Second, func(s string) bool { return s == "48" })
+	c.waitText(row+`[data-f=redis_sold]`, "Redis sold after the sale", 10*time.Second, func(s string) bool { return s == "48" })
+	c.waitText(row+`[data-f=redis_avail]`, "Redis avail after the sale", 5*time.Second, func(s string) bool { return s == "32" })
 	if !eval[bool](c, `window.__noReload === true`) {
 		t.Fatal("the board reloaded: its figures must move live")
 	}
@@ -252,10 +264,42 @@ func boardMoves(t *testing.T, c *console, p *pipeline) {
 	c.click(row + `a`)
 	c.waitText(`#sku-live`, "the SKU page's live figures", 5*time.Second, func(s string) bool { return strings.HasPrefix(s, "live ·") })
 	if got := c.text(`#recent-orders tbody`); strings.Count(got, "invoiced") != 20 ||
-		!strings.Contains(c.text(`#recent-orders tbody tr:first-child`), sku+"-c23") {
+		!strings.Contains(c.text(`#recent-orders tbody tr:first-child`), sku+"-c47") {
 		t.Errorf("recent orders of %s: %q, want the last 20, invoiced, the newest first", sku, got)
 	}
 	c.shot("04-sku")
+}
+
+// stockLoads sets a SKU's stock from its console page: a stock below what
+// is sold and reserved is refused and changes nothing; an accepted one is
+// listed with the operator beside the admin API's first load.
+func stockLoads(t *testing.T, c *console, p *pipeline) {
+	c.t = t
+	sku := testenv.Unique("loads-")
+	p.loadStock(c.root, sku, 10)
+	buy(t, p, sku, sku+"-c1", "k1")
+	buy(t, p, sku, sku+"-c2", "k1")
+	c.open("/console/skus/" + sku)
+	c.do(chromedp.SetValue(chromedp.CSS("#load-stock"), "1"))
+	c.click("#load-submit")
+	if msg := c.text("#load-result"); !strings.Contains(msg, "Stock not loaded") || !strings.Contains(msg, "at least 2") {
+		t.Errorf("a stock below the 2 units sold or reserved: %q, want it refused naming the floor", msg)
+	}
+	c.do(chromedp.SetValue(chromedp.CSS("#load-stock"), "60"))
+	c.click("#load-submit")
+	if msg := c.text("#load-result"); !strings.Contains(msg, "Stock set to 60") {
+		t.Fatalf("load 60: %q", msg)
+	}
+	c.waitText(`[data-f=redis_stock]`, "Redis stock after the load", 5*time.Second, func(s string) bool { return s == "60" })
+	rows := eval[[]string](c, `[...document.querySelectorAll('#stock-loads tbody tr')].map(r => r.innerText.replace(/\s+/g, ' ').trim())`)
+	if len(rows) != 2 || !strings.Contains(rows[0], operator+" console 10 60") || !strings.Contains(rows[1], "admin-api admin-api new 10") {
+		t.Errorf("stock loads %q: want %s via console 10 -> 60, then admin-api creating it with 10 (the refused one not listed)", rows, operator)
+	}
+	var actor, via string
+	if err := p.DB.DB().QueryRow(`SELECT actor, via FROM stock_loads WHERE sku = ? ORDER BY id DESC LIMIT 1`, sku).Scan(&actor, &via); err != nil || actor != operator || via != "console" {
+		t.Errorf("stock_loads' newest row: %s via %s (%v), want %s via console", actor, via, err, operator)
+	}
+	c.shot("13-stock-loads")
 }
 
 // buy places one order through the public API and wants 202.
@@ -457,6 +501,10 @@ func lookupAndHealth(t *testing.T, c *console, p *pipeline) {
 	}
 	if q := c.text("#queues tbody"); !strings.Contains(q, p.Cfg.AMQP.DeadQueue) || !strings.Contains(q, ".retry.") {
 		t.Errorf("queues: %q, want the dead queue and the retry tiers", q)
+	}
+	// No management API configured: the rates say n/a, and why.
+	if q := c.text("#queues tbody"); !strings.Contains(q, "n/a") || !strings.Contains(c.text("#rates-note"), "SURGE_RABBITMQ_MANAGEMENT_URL") {
+		t.Errorf("queue rates without the management API: %q, note %q; want n/a and the variable to set", q, c.text("#rates-note"))
 	}
 	nodes := c.text("#nodes tbody")
 	if strings.Count(nodes, "master") < 3 || !strings.Contains(nodes, "replica") {

@@ -104,7 +104,28 @@
         while (tbody.firstChild) tbody.removeChild(tbody.firstChild);
         tbody.appendChild(frag);
       }
+      trends(d);
     }, live);
+  }
+
+  // trends redraws the sparklines the server drew: the polyline's points
+  // are numbers the server computed, set as an attribute.
+  function trends(d) {
+    var at = document.querySelector('[data-t="at"]');
+    if (at && d.at) at.textContent = String(d.at).replace('T', ' ').slice(0, 19);
+    var t = d.trends;
+    if (!t) return;
+    document.querySelectorAll('[data-t="span"]').forEach(function (s) { s.textContent = t.span; });
+    ['accepted', 'invoiced'].forEach(function (k) {
+      var s = t[k];
+      if (!s) return;
+      var line = document.querySelector('svg.spark.' + k + ' polyline');
+      if (line) line.setAttribute('points', s.points);
+      var last = document.querySelector('[data-t="' + k + '.last"]');
+      if (last) last.textContent = Number(s.last).toFixed(1);
+      var peak = document.querySelector('[data-t="' + k + '.peak"]');
+      if (peak) peak.textContent = Number(s.peak).toFixed(1);
+    });
   }
 
   var skuLive = document.getElementById('sku-live');
