@@ -34,6 +34,17 @@ func OrderState(sku, orderID string) string { return "{sku:" + sku + "}:ord:" + 
 // reserves. It lives as long as the order state's idempotency window.
 func Undone(sku, orderID string) string { return "{sku:" + sku + "}:undone:" + orderID }
 
+// MaxPerCustomer is the purchase limit of sku: the most units one customer
+// may hold accepted or reserved. Missing or 0: no limit.
+func MaxPerCustomer(sku string) string { return "{sku:" + sku + "}:max" }
+
+// CustomerUnits counts the units of sku one customer holds reserved or
+// committed, counted only while the SKU has a limit (MaxPerCustomer): a
+// reservation made under a limit is marked counted, and only a counted one
+// gives its units back when released. It carries no TTL, like the stock
+// keys, and shares the SKU's hash tag.
+func CustomerUnits(sku, customerID string) string { return "{sku:" + sku + "}:cust:" + customerID }
+
 // SKUPattern matches the stock keys of every SKU, for SCAN on each master.
 const SKUPattern = "{sku:*}:stock"
 

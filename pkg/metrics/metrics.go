@@ -155,7 +155,7 @@ var (
 
 // Label values created at zero when the package loads.
 var (
-	reservationOutcomes = []string{ReservationReserved, ReservationRepeat, ReservationSoldOut, ReservationSoldOutCached, ReservationNotLoaded, ReservationError}
+	reservationOutcomes = []string{ReservationReserved, ReservationRepeat, ReservationSoldOut, ReservationPurchaseLimit, ReservationSoldOutCached, ReservationNotLoaded, ReservationError}
 	publishResults      = []string{PublishConfirmed, PublishNacked, PublishReturned, PublishTimeout, PublishBlocked, PublishUnknown, PublishError}
 	workerOutcomes      = []string{"invoiced", "rejected", "duplicate", "conflict", "retried", "dead"}
 	driftKinds          = []string{DriftCommitMissing, DriftStaleReservation, DriftSoldMismatch, DriftStockMismatch, DriftNotLoaded}

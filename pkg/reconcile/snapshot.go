@@ -70,12 +70,12 @@ type view struct {
 }
 
 func readView(ctx context.Context, rdb Redis, sku string) (view, error) {
-	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.Sold(sku), keys.Stock(sku)}
+	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.Sold(sku), keys.Stock(sku), keys.MaxPerCustomer(sku)}
 	raw, err := lua.View.Run(ctx, rdb, ks).Slice()
 	if err != nil {
 		return view{}, fmt.Errorf("read redis view sku=%s: %w", sku, err)
 	}
-	if len(raw) != 5 {
+	if len(raw) != 6 {
 		return view{}, fmt.Errorf("read redis view sku=%s: unexpected reply length %d", sku, len(raw))
 	}
 	ms, _ := raw[4].(int64)
