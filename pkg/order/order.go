@@ -93,6 +93,15 @@ func (o Order) Validate() error {
 	return nil
 }
 
+// ValidateMaxPerCustomer checks a purchase limit per customer: nil (keep
+// the current one), 0 (no limit) or 1 to MaxStock.
+func ValidateMaxPerCustomer(n *int) error {
+	if n != nil && (*n < 0 || *n > MaxStock) {
+		return invalid("max_per_customer must be an integer between 0 (no limit) and %d", MaxStock)
+	}
+	return nil
+}
+
 // ValidateSKU checks a SKU: 1-64 characters of [A-Za-z0-9._-].
 func ValidateSKU(sku string) error {
 	return validateToken("sku", sku, MaxSKULen)

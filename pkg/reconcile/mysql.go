@@ -67,8 +67,8 @@ func (l StoreLedger) Snapshot(ctx context.Context, sku string, ids []string, loo
 		return Truth{}, fmt.Errorf("snapshot sku=%s: read recent invoiced orders: %w", sku, err)
 	}
 	err = tx.GetContext(ctx, &t.Compensated, `SELECT COUNT(*) FROM orders
-		WHERE sku = ? AND created_at >= NOW(3) - INTERVAL ? MICROSECOND AND status = ? AND reason = ?`,
-		sku, lookback.Microseconds(), string(order.StatusRejected), order.ReasonCompensated)
+		WHERE sku = ? AND created_at >= NOW(3) - INTERVAL ? MICROSECOND AND status = ? AND reason IN (?, ?)`,
+		sku, lookback.Microseconds(), string(order.StatusRejected), order.ReasonCompensated, order.ReasonPurchaseLimit)
 	if err != nil {
 		return Truth{}, fmt.Errorf("snapshot sku=%s: count compensated orders: %w", sku, err)
 	}

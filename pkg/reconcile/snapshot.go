@@ -46,8 +46,10 @@ type Truth struct {
 	// ones whose commit a failover may have lost.
 	Invoiced []OrderFact
 	// Compensated counts the accepted orders rejected within the lookback
-	// window because MySQL had no unit for them (order.ReasonCompensated):
-	// what a failover that lost Redis writes cost buyers.
+	// window because MySQL had no unit for them (order.ReasonCompensated)
+	// or they would pass the customer's purchase limit
+	// (order.ReasonPurchaseLimit): what a failover that lost Redis writes
+	// cost buyers.
 	Compensated int
 }
 
