@@ -22,7 +22,7 @@ func init() {
 	}}
 }
 
-const stockUsage = `opsctl stock load SKU --stock N [--name S] [--price-cents N] [--json]
+const stockUsage = `opsctl stock load SKU --stock N [--name S] [--price-cents N] [--max-per-customer N] [--json]
        opsctl stock show SKU [--json]
 load sets a SKU's stock in MySQL (creating the product when missing) and loads it
 into Redis, both or neither; it is refused below what is sold plus what is
@@ -32,6 +32,7 @@ flags:
   --stock N         load: total stock, N >= 0 (required)
   --name S          load: product name
   --price-cents N   load: unit price in cents
+  --max-per-customer N  load: purchase limit per customer (0: none; absent: keep)
   --json            print JSON`
 
 const migrateUsage = `opsctl migrate
@@ -47,6 +48,7 @@ func runStock(ctx context.Context, e *env, args []string) error {
 	n := fs.Int("stock", -1, "total stock")
 	name := fs.String("name", "", "product name")
 	price := fs.Int64("price-cents", -1, "unit price in cents")
+	limit := fs.Int("max-per-customer", 0, "purchase limit per customer (0: none)")
 	sku, err := parseWithSKU(fs, args[1:])
 	if err != nil {
 		return err
@@ -73,6 +75,11 @@ func runStock(ctx context.Context, e *env, args []string) error {
 		if *price >= 0 {
 			req.PriceCents = price
 		}
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "max-per-customer" {
+				req.MaxPerCustomer = limit // validated by the load
+			}
+		})
 		rep, err = svc.Load(ctx, sku, req)
 	case "show":
 		rep, err = svc.Show(ctx, sku)
@@ -121,6 +128,16 @@ func printStock(w io.Writer, r admin.StockReport) {
 	} else {
 		fmt.Fprintf(tw, "redis\t(not loaded)\n")
 	}
+	if r.MySQL != nil && r.MySQL.MaxPerCustomer > 0 || r.Redis.MaxPerCustomer > 0 {
+		fmt.Fprintf(tw, "max per customer\tmysql %d\tredis %d\n", mysqlLimit(r), r.Redis.MaxPerCustomer)
+	}
 	fmt.Fprintf(tw, "consistent\t%v\n", r.Consistent)
 	_ = tw.Flush()
+}
+
+func mysqlLimit(r admin.StockReport) int {
+	if r.MySQL == nil {
+		return 0
+	}
+	return r.MySQL.MaxPerCustomer
 }
