@@ -188,7 +188,10 @@ func (r *Reconciler) round(ctx context.Context, sku string, dryRun bool) (admin.
 	if err != nil {
 		return ch, found, err
 	}
-	err = r.republish(ctx, sku, p.adopts, &ch, dryRun)
+	if err = r.republish(ctx, sku, p.adopts, &ch, dryRun); err != nil {
+		return ch, found, err
+	}
+	ch.CustomerCounts, err = repairCounts(ctx, r.rdb, sku, v, t, dryRun)
 	return ch, found, err
 }
 

@@ -51,6 +51,11 @@ type Truth struct {
 	// (order.ReasonPurchaseLimit): what a failover that lost Redis writes
 	// cost buyers.
 	Compensated int
+	// MaxPerCustomer is the SKU's purchase limit per customer (0: none).
+	MaxPerCustomer int
+	// CustomerUnits maps each customer to the units MySQL invoiced to it
+	// for the SKU; read only when the SKU has a limit.
+	CustomerUnits map[string]int
 }
 
 // OrderFact is one final order as MySQL knows it.
