@@ -30,8 +30,8 @@
 -- Sold out is checked first: a refusal for the limit means units are left.
 -- The reservation is "qty:reserved_ms:nonce:customer_id", with ":L" after
 -- it when it was counted in KEYS[6] (lua/release.lua gives only such
--- units back); the time by this master's clock (the reconciler's grace is measured on it, not on a
--- gateway's). A repeat by another call turns state A into P: another
+-- units back); the time is by this master's clock (the reconciler's grace
+-- is measured on it, not on a gateway's). A repeat by another call turns state A into P: another
 -- request for the same order may publish it from now on, so the first
 -- request can no longer undo the reservation as "never published"
 -- (lua/release.lua). State U blocks only retries that claimed before the
