@@ -13,17 +13,19 @@ import (
 	"surge/pkg/stock"
 )
 
-// repairCounts aligns the per-customer counts of a SKU with a purchase
-// limit (keys.CustomerUnits) with what MySQL invoiced to each customer and
-// the counted reservations (lua/counts.lua). v was read before t, so a
+// repairCounts aligns the SKU's purchase limit in Redis with MySQL's (when
+// Redis still holds what v read: a load racing is kept), then the
+// per-customer counts of a SKU with a limit (keys.CustomerUnits) with what
+// MySQL invoiced to each customer and the counted reservations
+// (lua/counts.lua). v was read before t, so a
 // counted reservation of v whose order MySQL had not invoiced either is
 // still open (counted from the live reservations), was committed since
 // (counted from its state C) or was released (counted no more). The
 // customers are those MySQL invoiced and those holding a counted
 // reservation in v. A SKU without a limit costs nothing.
-func repairCounts(ctx context.Context, rdb Redis, sku string, v view, t Truth, dryRun bool) ([]admin.CountChange, error) {
-	if t.MaxPerCustomer <= 0 {
-		return nil, nil
+func repairCounts(ctx context.Context, rdb Redis, sku string, v view, t Truth, dryRun bool) (*admin.LimitChange, []admin.CountChange, error) {
+	if t.MaxPerCustomer <= 0 && v.maxRaw == "" {
+		return nil, nil, nil
 	}
 	type held struct {
 		id, customer string
@@ -52,7 +54,7 @@ func repairCounts(ctx context.Context, rdb Redis, sku string, v view, t Truth, d
 		dry = "1"
 	}
 	ks := []string{keys.Resv(sku), keys.MaxPerCustomer(sku)}
-	args := []any{len(names), len(counted), dry}
+	args := []any{len(names), len(counted), dry, t.MaxPerCustomer, v.maxRaw}
 	for _, c := range names {
 		ks = append(ks, keys.CustomerUnits(sku, c))
 		args = append(args, c, customers[c])
@@ -66,14 +68,35 @@ func repairCounts(ctx context.Context, rdb Redis, sku string, v view, t Truth, d
 		}
 	}
 	args = append(append(args, len(invoiced)), invoiced...)
-	raw, err := lua.Counts.Run(ctx, rdb, ks, args...).StringSlice()
+	raw, err := lua.Counts.Run(ctx, rdb, ks, args...).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("repair customer counts sku=%s: %w", sku, err)
+		return nil, nil, fmt.Errorf("repair customer counts sku=%s: %w", sku, err)
 	}
-	return parseCounts(raw)
+	if len(raw) != 3 {
+		return nil, nil, fmt.Errorf("repair customer counts sku=%s: unexpected reply length %d", sku, len(raw))
+	}
+	var limit *admin.LimitChange
+	found, _ := raw[0].(string)
+	left, _ := raw[1].(string)
+	if found == "" {
+		found = "0"
+	}
+	if found != left {
+		limit = &admin.LimitChange{}
+		limit.Old, _ = strconv.Atoi(found)
+		limit.New, _ = strconv.Atoi(left)
+	}
+	var flat []string
+	list, _ := raw[2].([]any)
+	for _, x := range list {
+		s, _ := x.(string)
+		flat = append(flat, s)
+	}
+	counts, err := parseCounts(flat)
+	return limit, counts, err
 }
 
-// parseCounts reads lua/counts.lua's reply: {customer, old, new, ...}.
+// parseCounts reads lua/counts.lua's changes: {customer, old, new, ...}.
 func parseCounts(raw []string) ([]admin.CountChange, error) {
 	var out []admin.CountChange
 	for i := 0; i+2 < len(raw); i += 3 {

@@ -133,3 +133,36 @@ func countChanges(r admin.SKUReport) map[string]admin.CountChange {
 	}
 	return out
 }
+
+// TestRepairLostLimit: a failover lost the load that set the purchase
+// limit (Redis has none, MySQL has 2): the reconciler sets it back, and the
+// counts of the customers who hold counted units with it.
+func TestRepairLostLimit(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sku := e.limitedProduct(10, 2)
+	ann := testenv.Unique("ann-")
+	if _, err := e.st.Reserve(ctx, buyer(sku, ann, 1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rdb.Del(ctx, keys.MaxPerCustomer(sku), keys.CustomerUnits(sku, ann)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rec := e.reconciler(reconcile.Options{})
+	dry := rec.SKU(ctx, sku, true)
+	if len(dry.Repairs) != 1 || dry.Repairs[0].MaxPerCustomer == nil || *dry.Repairs[0].MaxPerCustomer != (admin.LimitChange{Old: 0, New: 2}) {
+		t.Fatalf("dry run: %+v", dry.Repairs)
+	}
+	if v, err := e.st.View(ctx, sku); err != nil || v.MaxPerCustomer != 0 {
+		t.Fatalf("a dry run set the limit: %d %v", v.MaxPerCustomer, err)
+	}
+	if rep := rec.SKU(ctx, sku, false); rep.Outcome != admin.SKURepaired {
+		t.Fatalf("repair: %s %+v", rep.Outcome, rep.Repairs)
+	}
+	if v, err := e.st.View(ctx, sku); err != nil || v.MaxPerCustomer != 2 || e.count(sku, ann) != 2 {
+		t.Fatalf("after the repair: limit %d count %d (%v), want 2 and 2", v.MaxPerCustomer, e.count(sku, ann), err)
+	}
+	if _, err := e.st.Reserve(ctx, buyer(sku, ann, 2, 1)); !errors.Is(err, order.ErrPurchaseLimit) {
+		t.Fatalf("past the restored limit: %v", err)
+	}
+}

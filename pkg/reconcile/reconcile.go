@@ -191,7 +191,7 @@ func (r *Reconciler) round(ctx context.Context, sku string, dryRun bool) (admin.
 	if err = r.republish(ctx, sku, p.adopts, &ch, dryRun); err != nil {
 		return ch, found, err
 	}
-	ch.CustomerCounts, err = repairCounts(ctx, r.rdb, sku, v, t, dryRun)
+	ch.MaxPerCustomer, ch.CustomerCounts, err = repairCounts(ctx, r.rdb, sku, v, t, dryRun)
 	return ch, found, err
 }
 

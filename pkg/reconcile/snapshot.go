@@ -69,7 +69,9 @@ type OrderFact struct {
 // the repair script compares against.
 type view struct {
 	stockRaw, availRaw, soldRaw string
-	counters                    admin.Counters
+	// maxRaw is the purchase limit per customer ("" when none).
+	maxRaw   string
+	counters admin.Counters
 	// resv maps order id to its raw reservation value (stock.ParseHeld).
 	resv map[string]string
 	// now is the master's clock at the read: reservation times are on it.
@@ -90,6 +92,7 @@ func readView(ctx context.Context, rdb Redis, sku string) (view, error) {
 	v.stockRaw, _ = raw[0].(string)
 	v.availRaw, _ = raw[1].(string)
 	v.soldRaw, _ = raw[2].(string)
+	v.maxRaw, _ = raw[5].(string)
 	v.counters.Loaded = v.stockRaw != ""
 	fields := []struct {
 		raw string
