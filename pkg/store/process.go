@@ -16,7 +16,9 @@ import (
 const guardSQL = "UPDATE products SET sold = sold + ? WHERE sku = ? AND sold + ? <= stock"
 
 // Process turns an order into an invoice, or a rejection when the stock is
-// sold out, in one transaction. With fence > 0 it first records the order's
+// sold out (order.ReasonCompensated) or the order would take its customer
+// past the SKU's purchase limit (order.ReasonPurchaseLimit), in one
+// transaction. With fence > 0 it first records the order's
 // fencing token and refuses (order.ErrStaleFence, nothing written) when a
 // higher one is already recorded. An order processed before is reported as
 // Duplicate with its first outcome, and writes nothing. An unknown SKU
