@@ -224,3 +224,23 @@ func TestPurchaseLimitConcurrentOrders(t *testing.T) {
 		t.Fatalf("view %+v", v)
 	}
 }
+
+// BenchmarkReserveLimited is BenchmarkReserve's wait=0 on a SKU with a
+// purchase limit (one customer, a limit no order reaches): what counting
+// costs a reservation.
+func BenchmarkReserveLimited(b *testing.B) {
+	s, sku := waitStock(b, 0, order.MaxStock)
+	limit := order.MaxStock
+	if _, err := s.SetStockLimit(context.Background(), sku, order.MaxStock, 0, &limit); err != nil {
+		b.Fatal(err)
+	}
+	var seq atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := s.Reserve(context.Background(), ord(sku, int(seq.Add(1)), 1)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
