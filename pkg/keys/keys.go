@@ -22,8 +22,9 @@ func Stock(sku string) string { return "{sku:" + sku + "}:stock" }
 // P (reserved, and repeated by another request, which may have published
 // it), Rn (published again by the reconciler, n times), U (undone by its
 // first request, answered not taken; for a minute), S (sold out at the
-// gateway), L (refused for the SKU's purchase limit per customer), C (committed), X (rejected, released). It makes the reserve,
-// commit and release scripts idempotent per order id, and expires with the
+// gateway), L (refused for the SKU's purchase limit per customer), C
+// (committed), X (rejected, released). It makes the reserve, commit and
+// release scripts idempotent per order id, and expires with the
 // idempotency window.
 func OrderState(sku, orderID string) string { return "{sku:" + sku + "}:ord:" + orderID }
 
