@@ -17,15 +17,18 @@ import (
 // Redis still holds what v read: a load racing is kept), then the
 // per-customer counts of a SKU with a limit (keys.CustomerUnits) with what
 // MySQL invoiced to each customer and the counted reservations
-// (lua/counts.lua). v was read before t, so a
+// (lua/counts.lua), when Redis's sold still is sold, what the round's
+// repair left: a commit since then could be of an order the MySQL read
+// missed, counted nowhere; the counts are then left alone and aligned is
+// false, so the round runs again. v was read before t, so a
 // counted reservation of v whose order MySQL had not invoiced either is
 // still open (counted from the live reservations), was committed since
 // (counted from its state C) or was released (counted no more). The
 // customers are those MySQL invoiced and those holding a counted
 // reservation in v. A SKU without a limit costs nothing.
-func repairCounts(ctx context.Context, rdb Redis, sku string, v view, t Truth, dryRun bool) (*admin.LimitChange, []admin.CountChange, error) {
+func repairCounts(ctx context.Context, rdb Redis, sku string, v view, t Truth, sold string, dryRun bool) (*admin.LimitChange, []admin.CountChange, bool, error) {
 	if t.MaxPerCustomer <= 0 && v.maxRaw == "" {
-		return nil, nil, nil
+		return nil, nil, true, nil
 	}
 	type held struct {
 		id, customer string
@@ -53,8 +56,8 @@ func repairCounts(ctx context.Context, rdb Redis, sku string, v view, t Truth, d
 	if dryRun {
 		dry = "1"
 	}
-	ks := []string{keys.Resv(sku), keys.MaxPerCustomer(sku)}
-	args := []any{len(names), len(counted), dry, t.MaxPerCustomer, v.maxRaw}
+	ks := []string{keys.Resv(sku), keys.MaxPerCustomer(sku), keys.Sold(sku)}
+	args := []any{len(names), len(counted), dry, t.MaxPerCustomer, v.maxRaw, sold}
 	for _, c := range names {
 		ks = append(ks, keys.CustomerUnits(sku, c))
 		args = append(args, c, customers[c])
@@ -70,11 +73,12 @@ func repairCounts(ctx context.Context, rdb Redis, sku string, v view, t Truth, d
 	args = append(append(args, len(invoiced)), invoiced...)
 	raw, err := lua.Counts.Run(ctx, rdb, ks, args...).Slice()
 	if err != nil {
-		return nil, nil, fmt.Errorf("repair customer counts sku=%s: %w", sku, err)
+		return nil, nil, false, fmt.Errorf("repair customer counts sku=%s: %w", sku, err)
 	}
-	if len(raw) != 3 {
-		return nil, nil, fmt.Errorf("repair customer counts sku=%s: unexpected reply length %d", sku, len(raw))
+	if len(raw) != 4 {
+		return nil, nil, false, fmt.Errorf("repair customer counts sku=%s: unexpected reply length %d", sku, len(raw))
 	}
+	aligned, _ := raw[3].(int64)
 	var limit *admin.LimitChange
 	found, _ := raw[0].(string)
 	left, _ := raw[1].(string)
@@ -93,7 +97,7 @@ func repairCounts(ctx context.Context, rdb Redis, sku string, v view, t Truth, d
 		flat = append(flat, s)
 	}
 	counts, err := parseCounts(flat)
-	return limit, counts, err
+	return limit, counts, aligned == 1, err
 }
 
 // parseCounts reads lua/counts.lua's changes: {customer, old, new, ...}.

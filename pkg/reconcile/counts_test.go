@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"surge/internal/testenv"
+	"surge/lua"
 	"surge/pkg/admin"
 	"surge/pkg/keys"
 	"surge/pkg/order"
@@ -164,5 +165,34 @@ func TestRepairLostLimit(t *testing.T) {
 	}
 	if _, err := e.st.Reserve(ctx, buyer(sku, ann, 2, 1)); !errors.Is(err, order.ErrPurchaseLimit) {
 		t.Fatalf("past the restored limit: %v", err)
+	}
+}
+
+// TestCountsWaitWhenSoldMoved drives lua/counts.lua directly: when sold
+// moved since the reconciler's read (a commit ran, maybe of an order its
+// MySQL read missed), it changes no count and answers not aligned; with
+// sold unchanged it sets the count.
+func TestCountsWaitWhenSoldMoved(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sku := e.limitedProduct(10, 3)
+	ann := testenv.Unique("ann-")
+	if _, err := e.st.Reserve(ctx, buyer(sku, ann, 1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	e.setCount(sku, ann, 0)
+	run := func(sold string) []any {
+		ks := []string{keys.Resv(sku), keys.MaxPerCustomer(sku), keys.Sold(sku), keys.CustomerUnits(sku, ann)}
+		raw, err := lua.Counts.Run(ctx, e.rdb, ks, 1, 0, "0", 3, "3", sold, ann, 0, 0).Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	if raw := run("1"); raw[3] != int64(0) || e.count(sku, ann) != 0 {
+		t.Fatalf("sold moved: reply %v, count %d; want not aligned and the count untouched", raw, e.count(sku, ann))
+	}
+	if raw := run("0"); raw[3] != int64(1) || e.count(sku, ann) != 2 {
+		t.Fatalf("sold unchanged: reply %v, count %d; want aligned and the count 2", raw, e.count(sku, ann))
 	}
 }
