@@ -20,6 +20,9 @@
 # BENCH_IDEMPOTENCY_TTL (2m: a run leaves a few hundred thousand records; in a shared cluster they
 # slowed every SCAN (the reconciler's, the tests') until they expired),
 # BENCH_IP_RATE (-1: the gateway's per-IP rate limit off),
+# BENCH_MAX_PER_CUSTOMER (0: no purchase limit; N > 0 loads both flash sales' stock with that
+# limit per customer: each buyer sends one order, so none is refused, and the run measures what
+# counting costs),
 # BENCH_KEEP=1 keeps the benchmark database and queues for inspection.
 set -euo pipefail
 
@@ -32,6 +35,7 @@ C="${BENCH_CONCURRENCY:-256}"
 FLASH_N="${BENCH_FLASH_REQUESTS:-50000}"
 NAIVE_N="${BENCH_NAIVE_REQUESTS:-20000}"
 FLASH_STOCK="${BENCH_FLASH_STOCK:-100}"
+MAX_PER_CUSTOMER="${BENCH_MAX_PER_CUSTOMER:-0}"
 HALF_S="${BENCH_HALF_SECONDS:-8}"
 SUSTAINED_S="${BENCH_SUSTAINED_SECONDS:-20}"
 RAW_S="${BENCH_RAW_SECONDS:-3}"
@@ -143,8 +147,8 @@ PIDS_FLAG="gateway=$GATEWAY_PID,worker=$WORKER_PID$(engine_pids)"
 # profiles FLOW names the CPU profiles loadgen takes of both services from the start of a load.
 profiles() { echo "gateway-$1=http://127.0.0.1:$((PORT + 1)),worker-$1=http://127.0.0.1:$((PORT + 2))"; }
 
-log "surge flash sale: $FLASH_STOCK units, $FLASH_N requests, $C concurrent"
-bin/loadgen run -label flash_sale -sku "flash-$RUN" -stock "$FLASH_STOCK" -c "$C" -n "$FLASH_N" \
+log "surge flash sale: $FLASH_STOCK units (limit per customer: $MAX_PER_CUSTOMER), $FLASH_N requests, $C concurrent"
+bin/loadgen run -label flash_sale -sku "flash-$RUN" -stock "$FLASH_STOCK" -max-per-customer "$MAX_PER_CUSTOMER" -c "$C" -n "$FLASH_N" \
 	-check -queue "$SURGE_AMQP_QUEUE" -pids "$PIDS_FLAG" -redis -json "$DIR/flash.json" \
 	-cpuprofile "$(profiles flash)" -cpuprofile-dir "$DIR/pprof"
 
@@ -152,7 +156,7 @@ RPS="$(json_number "$DIR/flash.json" rps)"
 HALF="$(awk -v r="$RPS" 'BEGIN { printf "%d", r / 2 }')"
 [[ "$HALF" -gt 0 ]] || die "no flash sale rate to halve"
 log "surge flash sale in an open loop at half that rate: $HALF/s for ${HALF_S}s"
-bin/loadgen run -label flash_sale_half_rate -sku "half-$RUN" -stock "$FLASH_STOCK" -c "$C" \
+bin/loadgen run -label flash_sale_half_rate -sku "half-$RUN" -stock "$FLASH_STOCK" -max-per-customer "$MAX_PER_CUSTOMER" -c "$C" \
 	-rate "$HALF" -d "${HALF_S}s" -check -queue "$SURGE_AMQP_QUEUE" -sample 250ms -pids "$PIDS_FLAG" -json "$DIR/flash-half.json" \
 	-cpuprofile "$(profiles half)" -cpuprofile-dir "$DIR/pprof"
 

@@ -21,3 +21,10 @@ var adoptSrc string
 // reservation waited past the grace period with no order in MySQL (see
 // adopt.lua).
 var Adopt = redis.NewScript(adoptSrc)
+
+//go:embed counts.lua
+var countsSrc string
+
+// Counts aligns the per-customer counts of a SKU with a purchase limit
+// with MySQL and the open reservations (see counts.lua).
+var Counts = redis.NewScript(countsSrc)

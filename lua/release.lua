@@ -22,6 +22,12 @@
 --            and keep its state (X) so a retry is answered as before.
 -- ARGV[3] order state TTL (s)   ARGV[4] the reserving call's nonce (undo)
 -- ARGV[5] how long U lasts (s, undo)
+-- A reservation counted against the SKU's purchase limit (":L" after the
+-- customer, lua/reserve.lua) gives its units back to the customer's count,
+-- {sku:X}:cust:<customer>: that key is named by the reservation itself,
+-- so the script builds it from KEYS[1]'s hash tag (same slot) rather
+-- than take it from the caller, who does not know the customer; a count
+-- reaching 0 is deleted.
 -- Returns the units released (0 when the order held none), -1 when the
 -- order is committed (sold units are never released), -2 (undo only) when
 -- the reservation is not the caller's to undo. Idempotent. Runs even when
@@ -40,11 +46,12 @@ end
 if state == 'C' then return -1 end
 local r = redis.call('HGET', KEYS[2], ARGV[1])
 if ARGV[2] == 'undo' then
-  if not r and (not state or state == 'S' or state == 'U') then
-    -- The call reserved nothing yet. A sold-out order stays S (a retry
-    -- is answered sold out); any other is closed to the retries that
+  if not r and (not state or state == 'S' or state == 'L' or state == 'U') then
+    -- The call reserved nothing yet. A sold-out order stays S, one
+    -- refused for the purchase limit L (a retry gets the same answer);
+    -- any other is closed to the retries that
     -- claimed before the answer, as after a release.
-    if state ~= 'S' then redis.call('SET', KEYS[3], 'U', 'EX', ARGV[5]) end
+    if state ~= 'S' and state ~= 'L' then redis.call('SET', KEYS[3], 'U', 'EX', ARGV[5]) end
     return 0
   end
   if state ~= 'A' or not r or string.match(r, '^%d+:%d+:([^:]*)') ~= ARGV[4] then return -2 end
@@ -54,6 +61,11 @@ if r then
   released = tonumber(string.match(r, '^(%d+)'))
   redis.call('HDEL', KEYS[2], ARGV[1])
   redis.call('INCRBY', KEYS[1], released)
+  local cust = string.match(r, '^%d+:%d+:[^:]*:([^:]*):L$')
+  if cust then
+    local key = string.sub(KEYS[1], 1, -6) .. 'cust:' .. cust
+    if redis.call('DECRBY', key, released) <= 0 then redis.call('DEL', key) end
+  end
 end
 if ARGV[2] == 'undo' then
   redis.call('SET', KEYS[3], 'U', 'EX', ARGV[5])

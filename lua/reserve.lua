@@ -3,6 +3,10 @@
 -- KEYS[1] {sku:X}:avail   KEYS[2] {sku:X}:resv   KEYS[3] {sku:X}:ord:<order_id>
 -- KEYS[4] {sku:X}:undone:<order_id> the nonces of this order's undone
 --         calls (lua/release.lua mode 'undo'), space-separated
+-- KEYS[5] {sku:X}:max the SKU's purchase limit per customer (missing or 0:
+--         none)
+-- KEYS[6] {sku:X}:cust:<customer_id> the units the customer holds reserved
+--         or committed, kept only while a limit is set
 -- ARGV[1] order_id        ARGV[2] qty
 -- ARGV[3] nonce of the call reserving (lets it undo only its own work)
 -- ARGV[4] customer_id     ARGV[5] order state TTL in seconds
@@ -19,10 +23,15 @@
 --     reached Redis after the gateway undid it and answered not taken
 --     (TCP retransmitted it, or go-redis resent it). Nothing reserved,
 --     nothing changed;
+--   6 purchase limit: the customer's units plus qty would pass the limit
+--     (remembered for the order, state L; avail is returned: the SKU is
+--     not sold out); 7 repeat of an order refused so;
 --  -1 stock not loaded (the caller must not sell).
--- The reservation is "qty:reserved_ms:nonce:customer_id", the time by this
--- master's clock (the reconciler's grace is measured on it, not on a
--- gateway's). A repeat by another call turns state A into P: another
+-- Sold out is checked first: a refusal for the limit means units are left.
+-- The reservation is "qty:reserved_ms:nonce:customer_id", with ":L" after
+-- it when it was counted in KEYS[6] (lua/release.lua gives only such
+-- units back); the time is by this master's clock (the reconciler's grace
+-- is measured on it, not on a gateway's). A repeat by another call turns state A into P: another
 -- request for the same order may publish it from now on, so the first
 -- request can no longer undo the reservation as "never published"
 -- (lua/release.lua). State U blocks only retries that claimed before the
@@ -39,6 +48,7 @@ end
 if state == 'U' and ARGV[6] ~= '1' then return {4, 0} end
 if state and state ~= 'U' then
   if state == 'S' then return {3, 0} end
+  if state == 'L' then return {7, 0} end
   local r = redis.call('HGET', KEYS[2], ARGV[1])
   if r and string.match(r, '^%d+:%d+:([^:]*)') == ARGV[3] then
     return {1, tonumber(redis.call('GET', KEYS[1]) or '0')}
@@ -46,17 +56,27 @@ if state and state ~= 'U' then
   if state == 'A' then redis.call('SET', KEYS[3], 'P', 'KEEPTTL') end
   return {2, 0}
 end
-local avail = redis.call('GET', KEYS[1])
-if not avail then return {-1, 0} end
-avail = tonumber(avail)
+local sku = redis.call('MGET', KEYS[1], KEYS[5])
+if not sku[1] then return {-1, 0} end
+local avail = tonumber(sku[1])
 local qty = tonumber(ARGV[2])
 if avail < qty then
   redis.call('SET', KEYS[3], 'S', 'EX', ARGV[5])
   return {0, avail}
 end
+local counted = ''
+local limit = tonumber(sku[2] or '0')
+if limit > 0 then
+  if tonumber(redis.call('GET', KEYS[6]) or '0') + qty > limit then
+    redis.call('SET', KEYS[3], 'L', 'EX', ARGV[5])
+    return {6, avail}
+  end
+  redis.call('INCRBY', KEYS[6], qty)
+  counted = ':L'
+end
 local t = redis.call('TIME')
 local ms = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 redis.call('DECRBY', KEYS[1], qty)
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2] .. ':' .. ms .. ':' .. ARGV[3] .. ':' .. ARGV[4])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2] .. ':' .. ms .. ':' .. ARGV[3] .. ':' .. ARGV[4] .. counted)
 redis.call('SET', KEYS[3], 'A', 'EX', ARGV[5])
 return {1, avail - qty}

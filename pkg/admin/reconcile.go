@@ -84,12 +84,33 @@ type Changes struct {
 	Unpublished []string `json:"unpublished,omitempty"`
 	// Held are such orders published the most times allowed: reserved
 	// until an operator replays or discards their dead letter.
-	Held   []string `json:"held,omitempty"`
-	Before Counters `json:"before"`
-	After  Counters `json:"after"`
+	Held []string `json:"held,omitempty"`
+	// MaxPerCustomer is set when the SKU's purchase limit in Redis was set
+	// to MySQL's (a failover lost a load).
+	MaxPerCustomer *LimitChange `json:"max_per_customer,omitempty"`
+	// CustomerCounts are the per-customer counts of a SKU with a purchase
+	// limit set to what MySQL invoiced plus the open reservations.
+	CustomerCounts []CountChange `json:"customer_counts,omitempty"`
+	Before         Counters      `json:"before"`
+	After          Counters      `json:"after"`
 	// Aligned is true when stock and sold were set to MySQL's; false when
 	// a stock load or a commit raced the repair and they were kept.
 	Aligned bool `json:"aligned"`
+}
+
+// LimitChange is a SKU's purchase limit per customer as found in Redis
+// and as set (0: none).
+type LimitChange struct {
+	Old int `json:"old"`
+	New int `json:"new"`
+}
+
+// CountChange is one customer's count of units against a SKU's purchase
+// limit, as found in Redis (Old, -1 when missing) and as set (New).
+type CountChange struct {
+	Customer string `json:"customer"`
+	Old      int    `json:"old"`
+	New      int    `json:"new"`
 }
 
 // SKUReport is the machine-readable account of one SKU.

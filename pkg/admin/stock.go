@@ -7,10 +7,13 @@ import (
 )
 
 // LoadRequest is a stock load: the total stock and optional product fields.
+// MaxPerCustomer is the purchase limit per customer: absent keeps the
+// current one (none for a new product), 0 removes it.
 type LoadRequest struct {
-	Stock      *int    `json:"stock"`
-	Name       *string `json:"name,omitempty"`
-	PriceCents *int64  `json:"price_cents,omitempty"`
+	Stock          *int    `json:"stock"`
+	Name           *string `json:"name,omitempty"`
+	PriceCents     *int64  `json:"price_cents,omitempty"`
+	MaxPerCustomer *int    `json:"max_per_customer,omitempty"`
 }
 
 // Validate checks a load request.
@@ -27,7 +30,7 @@ func (r LoadRequest) Validate() error {
 	if r.PriceCents != nil && (*r.PriceCents < 0 || *r.PriceCents > order.MaxPriceCents) {
 		return order.Invalid("price_cents must be between 0 and %d", int64(order.MaxPriceCents))
 	}
-	return nil
+	return order.ValidateMaxPerCustomer(r.MaxPerCustomer)
 }
 
 // StockReport shows one SKU in MySQL (the truth) and Redis side by side.
@@ -48,6 +51,8 @@ type Product struct {
 	PriceCents int64  `json:"price_cents"`
 	Stock      int    `json:"stock"`
 	Sold       int    `json:"sold"`
+	// MaxPerCustomer is the purchase limit per customer (0: none).
+	MaxPerCustomer int `json:"max_per_customer"`
 }
 
 // RedisStock is one consistent snapshot of a SKU's stock keys in Redis.
@@ -59,6 +64,9 @@ type RedisStock struct {
 	Avail    int  `json:"avail"`
 	Sold     int  `json:"sold"`
 	Reserved int  `json:"reserved"`
+	// MaxPerCustomer is the purchase limit per customer Redis enforces
+	// (0: none).
+	MaxPerCustomer int `json:"max_per_customer"`
 	// Reservations maps order id to its open reservation.
 	Reservations map[string]Reservation `json:"reservations,omitempty"`
 }

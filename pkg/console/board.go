@@ -23,12 +23,14 @@ type boardRow struct {
 	MySQLStock int    `json:"mysql_stock"`
 	MySQLSold  int    `json:"mysql_sold"`
 	MySQLAvail int    `json:"mysql_avail"`
-	Loaded     bool   `json:"redis_loaded"`
-	RedisStock int    `json:"redis_stock"`
-	RedisAvail int    `json:"redis_avail"`
-	RedisResv  int    `json:"redis_reserved"`
-	RedisSold  int    `json:"redis_sold"`
-	Consistent bool   `json:"consistent"`
+	// MaxPerCustomer is the purchase limit per customer (0: none).
+	MaxPerCustomer int  `json:"max_per_customer"`
+	Loaded         bool `json:"redis_loaded"`
+	RedisStock     int  `json:"redis_stock"`
+	RedisAvail     int  `json:"redis_avail"`
+	RedisResv      int  `json:"redis_reserved"`
+	RedisSold      int  `json:"redis_sold"`
+	Consistent     bool `json:"consistent"`
 	// State sums the row up: consistent, in_flight (reservations open,
 	// Redis ahead of MySQL), drift (Redis disagrees with nothing in
 	// flight: reconcile), not_loaded or error.
@@ -100,12 +102,12 @@ func (c *Console) boardRow(p store.LoadedProduct, rc stock.Counters, err error) 
 // answered (they are newer than the listing).
 func (c *Console) row(p store.LoadedProduct, rep admin.StockReport, err error) boardRow {
 	r := boardRow{SKU: p.SKU, Name: p.Name, LoadedAt: p.LoadedAt.UTC().Format("2006-01-02 15:04:05"),
-		MySQLStock: p.Stock, MySQLSold: p.Sold}
+		MySQLStock: p.Stock, MySQLSold: p.Sold, MaxPerCustomer: p.MaxPerCustomer}
 	if err != nil {
 		r.Error = err.Error()
 	} else {
 		if rep.MySQL != nil {
-			r.MySQLStock, r.MySQLSold = rep.MySQL.Stock, rep.MySQL.Sold
+			r.MySQLStock, r.MySQLSold, r.MaxPerCustomer = rep.MySQL.Stock, rep.MySQL.Sold, rep.MySQL.MaxPerCustomer
 		}
 		v := rep.Redis
 		r.Loaded, r.RedisStock, r.RedisAvail, r.RedisResv, r.RedisSold = v.Loaded, v.Stock, v.Avail, v.Reserved, v.Sold

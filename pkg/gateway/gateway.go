@@ -110,7 +110,8 @@ type Accepted struct {
 
 // Accept validates o, claims the order id of the customer's idemKey, and
 // reserves and publishes it. Errors wrap order's sentinels: ErrInvalid,
-// ErrRateLimited, ErrIdempotencyMismatch, ErrSoldOut, ErrUnknownSKU and
+// ErrRateLimited, ErrIdempotencyMismatch, ErrSoldOut, ErrPurchaseLimit,
+// ErrUnknownSKU and
 // ErrUnavailable (the order was not taken), or ErrOutcomeUnknown (an
 // *order.UnknownOutcomeError: it may have been).
 func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Accepted, error) {
@@ -145,8 +146,10 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	// sold-out sighting only once the reservation stands (observed after
 	// the publish: an undone one gives the units back).
 	tookLast := err == nil && !res.Repeat && res.Avail == 0
+	// A refusal for the purchase limit read avail like a reservation (at
+	// least o.Qty units were left): a sighting, never a sold-out one.
 	switch {
-	case res.Repeat || (err != nil && !errors.Is(err, order.ErrSoldOut)):
+	case res.Repeat || (err != nil && !errors.Is(err, order.ErrSoldOut) && !errors.Is(err, order.ErrPurchaseLimit)):
 		s.SoldOut.Abandon(o.SKU, hint)
 	case !tookLast:
 		s.SoldOut.Observe(o.SKU, res.Avail, start)
@@ -268,7 +271,7 @@ func (s *Service) Refused(ctx context.Context, o order.Order, key string, cause 
 // may have made is undone before the order is called not taken.
 func (s *Service) reserveFailed(ctx context.Context, o order.Order, c order.Claim, res order.Reservation, err error) error {
 	switch {
-	case errors.Is(err, order.ErrSoldOut):
+	case errors.Is(err, order.ErrSoldOut), errors.Is(err, order.ErrPurchaseLimit):
 		return err
 	case errors.Is(err, order.ErrUndone):
 		// The request that made the order answered it not taken while

@@ -42,6 +42,7 @@ var errorCodes = []struct {
 }{
 	{order.ErrInvalid, http.StatusBadRequest, "invalid_request"},
 	{order.ErrSoldOut, http.StatusConflict, "sold_out"},
+	{order.ErrPurchaseLimit, http.StatusConflict, "purchase_limit"},
 	{order.ErrUnknownSKU, http.StatusNotFound, "unknown_sku"},
 	{order.ErrNotFound, http.StatusNotFound, "not_found"},
 	{order.ErrIdempotencyMismatch, http.StatusUnprocessableEntity, "idempotency_mismatch"},
@@ -55,9 +56,10 @@ var errorCodes = []struct {
 // publicMessages replace internal detail (addresses, driver text) in the
 // answers to clients; the full error goes to the log.
 var publicMessages = map[string]string{
-	"sold_out":     "not enough units left for this order",
-	"unavailable":  "the service cannot take this request right now; retry later",
-	"rate_limited": "too many requests; retry after the delay in Retry-After",
+	"sold_out":       "not enough units left for this order",
+	"purchase_limit": "this order would take the customer past the product's purchase limit per customer",
+	"unavailable":    "the service cannot take this request right now; retry later",
+	"rate_limited":   "too many requests; retry after the delay in Retry-After",
 	"outcome_unknown": "the order may or may not have been taken; retry with the same Idempotency-Key " +
 		"after Retry-After, or read the order's status, for the settled answer",
 }

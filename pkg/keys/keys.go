@@ -22,8 +22,9 @@ func Stock(sku string) string { return "{sku:" + sku + "}:stock" }
 // P (reserved, and repeated by another request, which may have published
 // it), Rn (published again by the reconciler, n times), U (undone by its
 // first request, answered not taken; for a minute), S (sold out at the
-// gateway), C (committed), X (rejected, released). It makes the reserve,
-// commit and release scripts idempotent per order id, and expires with the
+// gateway), L (refused for the SKU's purchase limit per customer), C
+// (committed), X (rejected, released). It makes the reserve, commit and
+// release scripts idempotent per order id, and expires with the
 // idempotency window.
 func OrderState(sku, orderID string) string { return "{sku:" + sku + "}:ord:" + orderID }
 
@@ -33,6 +34,17 @@ func OrderState(sku, orderID string) string { return "{sku:" + sku + "}:ord:" + 
 // that reaches Redis late (TCP retransmits it, go-redis resends it) never
 // reserves. It lives as long as the order state's idempotency window.
 func Undone(sku, orderID string) string { return "{sku:" + sku + "}:undone:" + orderID }
+
+// MaxPerCustomer is the purchase limit of sku: the most units one customer
+// may hold accepted or reserved. Missing or 0: no limit.
+func MaxPerCustomer(sku string) string { return "{sku:" + sku + "}:max" }
+
+// CustomerUnits counts the units of sku one customer holds reserved or
+// committed, counted only while the SKU has a limit (MaxPerCustomer): a
+// reservation made under a limit is marked counted, and only a counted one
+// gives its units back when released. It carries no TTL, like the stock
+// keys, and shares the SKU's hash tag.
+func CustomerUnits(sku, customerID string) string { return "{sku:" + sku + "}:cust:" + customerID }
 
 // SKUPattern matches the stock keys of every SKU, for SCAN on each master.
 const SKUPattern = "{sku:*}:stock"

@@ -11,11 +11,14 @@ import (
 
 // Reservation outcomes.
 const (
-	ReservationReserved  = "reserved"
-	ReservationRepeat    = "repeat"
-	ReservationSoldOut   = "sold_out"
-	ReservationNotLoaded = "not_loaded"
-	ReservationError     = "error"
+	ReservationReserved = "reserved"
+	ReservationRepeat   = "repeat"
+	ReservationSoldOut  = "sold_out"
+	// ReservationPurchaseLimit: refused for the SKU's purchase limit per
+	// customer (units were left).
+	ReservationPurchaseLimit = "purchase_limit"
+	ReservationNotLoaded     = "not_loaded"
+	ReservationError         = "error"
 	// ReservationSoldOutCached is a sold-out answer the gateway gave from
 	// its recent view of the SKU, without running the reserve script.
 	ReservationSoldOutCached = "sold_out_cached"
@@ -100,6 +103,8 @@ func reservationOutcome(res order.Reservation, err error) string {
 		return ReservationReserved
 	case errors.Is(err, order.ErrSoldOut):
 		return ReservationSoldOut
+	case errors.Is(err, order.ErrPurchaseLimit):
+		return ReservationPurchaseLimit
 	case errors.Is(err, order.ErrNotLoaded):
 		return ReservationNotLoaded
 	}

@@ -79,7 +79,7 @@ var (
 
 	workerOrders = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "worker_orders_total",
-		Help: "Deliveries handled by the worker, by outcome: invoiced; rejected (an accepted order MySQL had no unit for: the compensation after Redis lost writes, reason sold_out_after_acceptance); duplicate; conflict (the order id reused for another request after a failover lost its idempotency record: not invoiced); retried; dead.",
+		Help: "Deliveries handled by the worker, by outcome: invoiced; rejected (an accepted order MySQL refused: the compensation after Redis lost writes, reason sold_out_after_acceptance, or purchase_limit_after_acceptance past the customer's purchase limit); duplicate; conflict (the order id reused for another request after a failover lost its idempotency record: not invoiced); retried; dead.",
 	}, []string{"outcome"})
 	acceptedToInvoiced = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: Namespace, Name: "order_accepted_to_invoiced_seconds",
@@ -155,7 +155,7 @@ var (
 
 // Label values created at zero when the package loads.
 var (
-	reservationOutcomes = []string{ReservationReserved, ReservationRepeat, ReservationSoldOut, ReservationSoldOutCached, ReservationNotLoaded, ReservationError}
+	reservationOutcomes = []string{ReservationReserved, ReservationRepeat, ReservationSoldOut, ReservationPurchaseLimit, ReservationSoldOutCached, ReservationNotLoaded, ReservationError}
 	publishResults      = []string{PublishConfirmed, PublishNacked, PublishReturned, PublishTimeout, PublishBlocked, PublishUnknown, PublishError}
 	workerOutcomes      = []string{"invoiced", "rejected", "duplicate", "conflict", "retried", "dead"}
 	driftKinds          = []string{DriftCommitMissing, DriftStaleReservation, DriftSoldMismatch, DriftStockMismatch, DriftNotLoaded}

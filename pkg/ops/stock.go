@@ -17,14 +17,14 @@ import (
 // ProductStore is the MySQL side of stock operations. *store.Store
 // implements it.
 type ProductStore interface {
-	SetStockWith(ctx context.Context, sku string, stock int, name *string, priceCents *int64, load store.StockLoader) (store.Product, error)
+	SetStockWith(ctx context.Context, sku string, stock int, name *string, priceCents *int64, maxPerCustomer *int, load store.StockLoader) (store.Product, error)
 	Product(ctx context.Context, sku string) (store.Product, error)
 }
 
 // StockCache is the Redis side of stock operations. *stock.Stock
 // implements it.
 type StockCache interface {
-	SetStock(ctx context.Context, sku string, total, mysqlSold int) (stock.View, error)
+	SetStockLimit(ctx context.Context, sku string, total, mysqlSold int, maxPerCustomer *int) (stock.View, error)
 	View(ctx context.Context, sku string) (stock.View, error)
 }
 
@@ -52,10 +52,11 @@ func (s *Stock) Load(ctx context.Context, sku string, req admin.LoadRequest) (ad
 	}
 	var v stock.View
 	loaded := false
-	p, err := s.DB.SetStockWith(ctx, sku, *req.Stock, req.Name, req.PriceCents,
+	p, err := s.DB.SetStockWith(ctx, sku, *req.Stock, req.Name, req.PriceCents, req.MaxPerCustomer,
 		func(ctx context.Context, prev, next store.Product) (bool, error) {
 			var err error
-			v, err = s.Redis.SetStock(ctx, sku, next.Stock, next.Sold)
+			// Redis takes MySQL's limit, kept or new, so both agree.
+			v, err = s.Redis.SetStockLimit(ctx, sku, next.Stock, next.Sold, &next.MaxPerCustomer)
 			var below *stock.BelowHeldError
 			switch {
 			case err == nil:
@@ -105,13 +106,15 @@ func report(sku string, p *store.Product, v stock.View) admin.StockReport {
 	if p != nil {
 		mysql := admin.Product(*p)
 		rep.MySQL = &mysql
-		rep.Consistent = v.Loaded && v.Consistent() && v.Stock == p.Stock && v.Sold == p.Sold
+		rep.Consistent = v.Loaded && v.Consistent() && v.Stock == p.Stock && v.Sold == p.Sold &&
+			v.MaxPerCustomer == p.MaxPerCustomer
 	}
 	return rep
 }
 
 func redisStock(v stock.View) admin.RedisStock {
-	rs := admin.RedisStock{SKU: v.SKU, Loaded: v.Loaded, Stock: v.Stock, Avail: v.Avail, Sold: v.Sold, Reserved: v.Reserved}
+	rs := admin.RedisStock{SKU: v.SKU, Loaded: v.Loaded, Stock: v.Stock, Avail: v.Avail, Sold: v.Sold, Reserved: v.Reserved,
+		MaxPerCustomer: v.MaxPerCustomer}
 	if v.Reservations != nil {
 		rs.Reservations = make(map[string]admin.Reservation, len(v.Reservations))
 		for id, h := range v.Reservations {

@@ -13,6 +13,10 @@ var (
 	ErrInvalid = errors.New("invalid request")
 	// ErrSoldOut means the SKU has fewer units available than asked for.
 	ErrSoldOut = errors.New("sold out")
+	// ErrPurchaseLimit means the order would take its customer past the
+	// SKU's purchase limit per customer (units reserved or committed).
+	// Like ErrSoldOut it is a "not taken" answer.
+	ErrPurchaseLimit = errors.New("purchase limit per customer reached")
 	// ErrUnknownSKU means no product exists under that SKU.
 	ErrUnknownSKU = errors.New("unknown sku")
 	// ErrNotLoaded means the SKU's stock is not in Redis (never loaded, or

@@ -54,8 +54,16 @@ const (
 	// the one way an accepted order ends without an invoice; the worker,
 	// the reconciler and the metrics count it.
 	ReasonCompensated = "sold_out_after_acceptance"
-	ReasonUnknownSKU  = "unknown_sku"
-	ReasonMalformed   = "malformed"
+	// ReasonPurchaseLimit: MySQL refused an order the gateway had
+	// accepted because it would take its customer past the SKU's purchase
+	// limit (products.max_per_customer) counting the customer's invoiced
+	// units: Redis's per-customer count was behind (a failover lost it,
+	// or the limit was set mid-sale before the reconciler counted earlier
+	// orders). Compensated like ReasonCompensated: rejected, released,
+	// counted.
+	ReasonPurchaseLimit = "purchase_limit_after_acceptance"
+	ReasonUnknownSKU    = "unknown_sku"
+	ReasonMalformed     = "malformed"
 )
 
 // Order is one customer's request for qty units of one SKU. It is also the
@@ -81,6 +89,15 @@ func (o Order) Validate() error {
 	}
 	if err := validateToken("customer_id", o.CustomerID, MaxCustomerLen); err != nil {
 		return err
+	}
+	return nil
+}
+
+// ValidateMaxPerCustomer checks a purchase limit per customer: nil (keep
+// the current one), 0 (no limit) or 1 to MaxStock.
+func ValidateMaxPerCustomer(n *int) error {
+	if n != nil && (*n < 0 || *n > MaxStock) {
+		return invalid("max_per_customer must be an integer between 0 (no limit) and %d", MaxStock)
 	}
 	return nil
 }

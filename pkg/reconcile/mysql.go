@@ -50,7 +50,7 @@ func (l StoreLedger) Snapshot(ctx context.Context, sku string, ids []string, loo
 	}
 	defer func() { _ = tx.Rollback() }()
 	t := Truth{Orders: map[string]OrderFact{}}
-	err = tx.QueryRowxContext(ctx, "SELECT stock, sold FROM products WHERE sku = ?", sku).Scan(&t.Stock, &t.Sold)
+	err = tx.QueryRowxContext(ctx, "SELECT stock, sold, max_per_customer FROM products WHERE sku = ?", sku).Scan(&t.Stock, &t.Sold, &t.MaxPerCustomer)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Truth{}, fmt.Errorf("snapshot sku=%s: %w", sku, order.ErrUnknownSKU)
 	}
@@ -67,12 +67,35 @@ func (l StoreLedger) Snapshot(ctx context.Context, sku string, ids []string, loo
 		return Truth{}, fmt.Errorf("snapshot sku=%s: read recent invoiced orders: %w", sku, err)
 	}
 	err = tx.GetContext(ctx, &t.Compensated, `SELECT COUNT(*) FROM orders
-		WHERE sku = ? AND created_at >= NOW(3) - INTERVAL ? MICROSECOND AND status = ? AND reason = ?`,
-		sku, lookback.Microseconds(), string(order.StatusRejected), order.ReasonCompensated)
+		WHERE sku = ? AND created_at >= NOW(3) - INTERVAL ? MICROSECOND AND status = ? AND reason IN (?, ?)`,
+		sku, lookback.Microseconds(), string(order.StatusRejected), order.ReasonCompensated, order.ReasonPurchaseLimit)
 	if err != nil {
 		return Truth{}, fmt.Errorf("snapshot sku=%s: count compensated orders: %w", sku, err)
 	}
+	if t.MaxPerCustomer > 0 {
+		if t.CustomerUnits, err = customerUnits(ctx, tx, sku); err != nil {
+			return Truth{}, err
+		}
+	}
 	return t, nil
+}
+
+// customerUnits sums the units invoiced per customer of sku.
+func customerUnits(ctx context.Context, tx *sqlx.Tx, sku string) (map[string]int, error) {
+	var rows []struct {
+		Customer string `db:"customer_id"`
+		Units    int    `db:"units"`
+	}
+	err := tx.SelectContext(ctx, &rows, `SELECT customer_id, SUM(qty) AS units FROM orders
+		WHERE sku = ? AND status = ? GROUP BY customer_id`, sku, string(order.StatusInvoiced))
+	if err != nil {
+		return nil, fmt.Errorf("snapshot sku=%s: sum units per customer: %w", sku, err)
+	}
+	units := make(map[string]int, len(rows))
+	for _, r := range rows {
+		units[r.Customer] = r.Units
+	}
+	return units, nil
 }
 
 // ordersByID adds to into the orders of sku among ids, in chunks that keep

@@ -188,7 +188,21 @@ func (r *Reconciler) round(ctx context.Context, sku string, dryRun bool) (admin.
 	if err != nil {
 		return ch, found, err
 	}
-	err = r.republish(ctx, sku, p.adopts, &ch, dryRun)
+	if err = r.republish(ctx, sku, p.adopts, &ch, dryRun); err != nil {
+		return ch, found, err
+	}
+	if !ch.Aligned {
+		return ch, found, nil // the round runs again; the counts wait for it
+	}
+	// What the repair left as sold (in a dry run, what was read): a commit
+	// after it moves sold, and the counts wait for the next round.
+	sold := v.soldRaw
+	if !dryRun {
+		sold = strconv.Itoa(ch.After.Sold)
+	}
+	var countsAligned bool
+	ch.MaxPerCustomer, ch.CustomerCounts, countsAligned, err = repairCounts(ctx, r.rdb, sku, v, t, sold, dryRun)
+	ch.Aligned = ch.Aligned && countsAligned
 	return ch, found, err
 }
 

@@ -14,6 +14,7 @@ const (
 
 func changedAnything(c admin.Changes) bool {
 	return len(c.Committed) > 0 || len(c.Released) > 0 || len(c.Republished)+len(c.Unpublished) > 0 ||
+		len(c.CustomerCounts) > 0 || c.MaxPerCustomer != nil ||
 		c.Before.Loaded != c.After.Loaded ||
 		c.Before.Stock != c.After.Stock || c.Before.Sold != c.After.Sold || c.Before.Avail != c.After.Avail
 }

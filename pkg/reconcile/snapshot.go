@@ -46,9 +46,16 @@ type Truth struct {
 	// ones whose commit a failover may have lost.
 	Invoiced []OrderFact
 	// Compensated counts the accepted orders rejected within the lookback
-	// window because MySQL had no unit for them (order.ReasonCompensated):
-	// what a failover that lost Redis writes cost buyers.
+	// window because MySQL had no unit for them (order.ReasonCompensated)
+	// or they would pass the customer's purchase limit
+	// (order.ReasonPurchaseLimit): what a failover that lost Redis writes
+	// cost buyers.
 	Compensated int
+	// MaxPerCustomer is the SKU's purchase limit per customer (0: none).
+	MaxPerCustomer int
+	// CustomerUnits maps each customer to the units MySQL invoiced to it
+	// for the SKU; read only when the SKU has a limit.
+	CustomerUnits map[string]int
 }
 
 // OrderFact is one final order as MySQL knows it.
@@ -62,7 +69,9 @@ type OrderFact struct {
 // the repair script compares against.
 type view struct {
 	stockRaw, availRaw, soldRaw string
-	counters                    admin.Counters
+	// maxRaw is the purchase limit per customer ("" when none).
+	maxRaw   string
+	counters admin.Counters
 	// resv maps order id to its raw reservation value (stock.ParseHeld).
 	resv map[string]string
 	// now is the master's clock at the read: reservation times are on it.
@@ -70,12 +79,12 @@ type view struct {
 }
 
 func readView(ctx context.Context, rdb Redis, sku string) (view, error) {
-	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.Sold(sku), keys.Stock(sku)}
+	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.Sold(sku), keys.Stock(sku), keys.MaxPerCustomer(sku)}
 	raw, err := lua.View.Run(ctx, rdb, ks).Slice()
 	if err != nil {
 		return view{}, fmt.Errorf("read redis view sku=%s: %w", sku, err)
 	}
-	if len(raw) != 5 {
+	if len(raw) != 6 {
 		return view{}, fmt.Errorf("read redis view sku=%s: unexpected reply length %d", sku, len(raw))
 	}
 	ms, _ := raw[4].(int64)
@@ -83,6 +92,7 @@ func readView(ctx context.Context, rdb Redis, sku string) (view, error) {
 	v.stockRaw, _ = raw[0].(string)
 	v.availRaw, _ = raw[1].(string)
 	v.soldRaw, _ = raw[2].(string)
+	v.maxRaw, _ = raw[5].(string)
 	v.counters.Loaded = v.stockRaw != ""
 	fields := []struct {
 		raw string

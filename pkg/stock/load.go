@@ -3,6 +3,7 @@ package stock
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"surge/lua"
 	"surge/pkg/keys"
@@ -38,8 +39,19 @@ func (e *BelowHeldError) Is(target error) bool { return target == order.ErrConfl
 // reservation made meanwhile can slip under the new stock. It returns the
 // resulting view.
 func (s *Stock) SetStock(ctx context.Context, sku string, total, mysqlSold int) (View, error) {
-	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.Sold(sku), keys.Stock(sku)}
-	res, err := lua.Load.Run(ctx, s.rdb, ks, total, mysqlSold).Int64Slice()
+	return s.SetStockLimit(ctx, sku, total, mysqlSold, nil)
+}
+
+// SetStockLimit is SetStock that also sets the SKU's purchase limit per
+// customer in the same script: nil keeps the current one, 0 clears it. A
+// new limit applies to the reservations made from then on.
+func (s *Stock) SetStockLimit(ctx context.Context, sku string, total, mysqlSold int, maxPerCustomer *int) (View, error) {
+	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.Sold(sku), keys.Stock(sku), keys.MaxPerCustomer(sku)}
+	limit := ""
+	if maxPerCustomer != nil {
+		limit = strconv.Itoa(*maxPerCustomer)
+	}
+	res, err := lua.Load.Run(ctx, s.rdb, ks, total, mysqlSold, limit).Int64Slice()
 	if err != nil {
 		return View{}, fmt.Errorf("load stock sku=%s: %w", sku, err)
 	}

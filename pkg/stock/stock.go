@@ -118,7 +118,9 @@ func LoadScripts(ctx context.Context, rdb *redis.ClusterClient) error {
 // Reserve moves o.Qty units of o.SKU from avail into a reservation held by
 // o.ID, for a request whose idempotency claim made a new record (use
 // ReserveRetry for a retry of an existing one). It returns order.ErrSoldOut (possibly with Repeat set) when fewer
-// units are available, order.ErrNotLoaded when the SKU's stock is not in
+// units are available, order.ErrPurchaseLimit (Repeat set for a repeat)
+// when the SKU has a purchase limit and the customer's units reserved or
+// committed plus o.Qty would pass it, order.ErrNotLoaded when the SKU's stock is not in
 // Redis, and a wrapped Redis error otherwise, after which the script may
 // have reserved anyway (a reply lost to a timeout; replicas that did not
 // acknowledge in time under Options.WaitReplicas): Undo with the returned
@@ -136,7 +138,8 @@ func (s *Stock) ReserveRetry(ctx context.Context, o order.Order) (order.Reservat
 
 func (s *Stock) reserve(ctx context.Context, o order.Order, newClaim string) (order.Reservation, error) {
 	r := order.Reservation{Nonce: order.Nonce()}
-	ks := []string{keys.Avail(o.SKU), keys.Resv(o.SKU), keys.OrderState(o.SKU, o.ID), keys.Undone(o.SKU, o.ID)}
+	ks := []string{keys.Avail(o.SKU), keys.Resv(o.SKU), keys.OrderState(o.SKU, o.ID), keys.Undone(o.SKU, o.ID),
+		keys.MaxPerCustomer(o.SKU), keys.CustomerUnits(o.SKU, o.CustomerID)}
 	res, err := s.runReserve(ctx, ks, o.ID, o.Qty, r.Nonce, o.CustomerID, s.ttl, newClaim)
 	if err != nil {
 		return r, fmt.Errorf("reserve sku=%s order=%s: %w", o.SKU, o.ID, err)
@@ -144,8 +147,8 @@ func (s *Stock) reserve(ctx context.Context, o order.Order, newClaim string) (or
 	if len(res) != 2 {
 		return r, fmt.Errorf("reserve sku=%s: unexpected reply %v", o.SKU, res)
 	}
-	// The script answers avail 0 with every code but 0 and 1.
-	r.Avail, r.Repeat = int(res[1]), res[0] == 2 || res[0] == 3
+	// The script answers avail 0 with every code but 0, 1 and 6.
+	r.Avail, r.Repeat = int(res[1]), res[0] == 2 || res[0] == 3 || res[0] == 7
 	switch res[0] {
 	case 1, 2:
 		return r, nil
@@ -157,6 +160,10 @@ func (s *Stock) reserve(ctx context.Context, o order.Order, newClaim string) (or
 		return r, fmt.Errorf("reserve sku=%s order=%s: %w", o.SKU, o.ID, order.ErrUndone)
 	case 5:
 		return r, fmt.Errorf("reserve sku=%s order=%s nonce=%s: this call was undone: %w", o.SKU, o.ID, r.Nonce, order.ErrUndone)
+	case 6:
+		return r, fmt.Errorf("reserve sku=%s qty=%d customer=%s: %w", o.SKU, o.Qty, o.CustomerID, order.ErrPurchaseLimit)
+	case 7:
+		return r, fmt.Errorf("reserve sku=%s order=%s: %w", o.SKU, o.ID, order.ErrPurchaseLimit)
 	case -1:
 		return r, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrNotLoaded)
 	}
@@ -246,6 +253,8 @@ type View struct {
 	Avail    int  `json:"avail"`
 	Sold     int  `json:"sold"`
 	Reserved int  `json:"reserved"`
+	// MaxPerCustomer is the purchase limit per customer (0: none).
+	MaxPerCustomer int `json:"max_per_customer"`
 	// Reservations maps order id to its open reservation.
 	Reservations map[string]Held `json:"reservations,omitempty"`
 }
@@ -259,6 +268,9 @@ type Held struct {
 	CustomerID string `json:"customer_id,omitempty"`
 	// Nonce names the request that reserved.
 	Nonce string `json:"-"`
+	// Counted is true when the units are counted in the customer's units
+	// against the SKU's purchase limit (keys.CustomerUnits).
+	Counted bool `json:"counted,omitempty"`
 }
 
 // Consistent reports whether avail + reserved + sold == stock.
@@ -266,7 +278,7 @@ func (v View) Consistent() bool { return v.Avail+v.Reserved+v.Sold == v.Stock }
 
 // View reads sku's stock keys in one atomic snapshot.
 func (s *Stock) View(ctx context.Context, sku string) (View, error) {
-	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.Sold(sku), keys.Stock(sku)}
+	ks := []string{keys.Avail(sku), keys.Resv(sku), keys.Sold(sku), keys.Stock(sku), keys.MaxPerCustomer(sku)}
 	raw, err := lua.View.Run(ctx, s.rdb, ks).Slice()
 	if err != nil {
 		return View{}, fmt.Errorf("view sku=%s: %w", sku, err)
@@ -276,10 +288,10 @@ func (s *Stock) View(ctx context.Context, sku string) (View, error) {
 
 func parseView(sku string, raw []any) (View, error) {
 	v := View{SKU: sku, Reservations: map[string]Held{}}
-	if len(raw) != 5 {
+	if len(raw) != 6 {
 		return v, fmt.Errorf("view sku=%s: unexpected reply length %d", sku, len(raw))
 	}
-	nums := []*int{&v.Stock, &v.Avail, &v.Sold}
+	nums := map[int]*int{0: &v.Stock, 1: &v.Avail, 2: &v.Sold, 5: &v.MaxPerCustomer}
 	for i, p := range nums {
 		s, ok := raw[i].(string)
 		if !ok {
@@ -307,11 +319,16 @@ func parseView(sku string, raw []any) (View, error) {
 	return v, nil
 }
 
-// ParseHeld reads a reservation value "qty:reserved_ms:nonce:customer"
+// ParseHeld reads a reservation value "qty:reserved_ms:nonce:customer",
+// followed by ":L" when it is counted against the SKU's purchase limit
 // (lua/reserve.lua); values written before the nonce and customer were
 // recorded, "qty:reserved_ms", are read with those empty.
 func ParseHeld(val string) (Held, error) {
-	f := strings.SplitN(val, ":", 4)
+	f := strings.Split(val, ":")
+	counted := len(f) == 5 && f[4] == "L"
+	if counted {
+		f = f[:4]
+	}
 	if len(f) != 2 && len(f) != 4 {
 		return Held{}, fmt.Errorf("malformed reservation %q", val)
 	}
@@ -323,7 +340,7 @@ func ParseHeld(val string) (Held, error) {
 	if err != nil {
 		return Held{}, fmt.Errorf("malformed reservation time %q: %w", val, err)
 	}
-	h := Held{Qty: qty, ReservedAt: time.UnixMilli(ms).UTC()}
+	h := Held{Qty: qty, ReservedAt: time.UnixMilli(ms).UTC(), Counted: counted}
 	if len(f) == 4 {
 		h.Nonce, h.CustomerID = f[2], f[3]
 	}

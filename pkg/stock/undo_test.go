@@ -35,7 +35,8 @@ func newScripts(t *testing.T, total int) scripts {
 }
 
 func (s scripts) keys() []string {
-	return []string{keys.Avail(s.sku), keys.Resv(s.sku), keys.OrderState(s.sku, s.id), keys.Undone(s.sku, s.id)}
+	return []string{keys.Avail(s.sku), keys.Resv(s.sku), keys.OrderState(s.sku, s.id), keys.Undone(s.sku, s.id),
+		keys.MaxPerCustomer(s.sku), keys.CustomerUnits(s.sku, "c")}
 }
 
 // reserve sends reserve.lua for 1 unit with nonce; newClaim says whether

@@ -23,6 +23,10 @@ func (b *batch) place(ctx context.Context, tx *sqlx.Tx) error {
 	if err != nil {
 		return err
 	}
+	had, err := b.customerUnits(ctx, tx, products)
+	if err != nil {
+		return err
+	}
 	taken := make(map[string]int)
 	var orders []orderRow
 	var invoices []invoiceRow
@@ -33,16 +37,20 @@ func (b *batch) place(ctx context.Context, tx *sqlx.Tx) error {
 		switch {
 		case !ok:
 			b.settle(i, BatchResult{Err: unknownSKU(o)})
-		case p.Sold+taken[o.SKU]+o.Qty <= p.Stock:
+		case p.Sold+taken[o.SKU]+o.Qty > p.Stock:
+			b.reject(i, it, order.ReasonCompensated, &orders)
+		case p.MaxPerCustomer > 0 && had[custKey(o)]+o.Qty > p.MaxPerCustomer:
+			b.reject(i, it, order.ReasonPurchaseLimit, &orders)
+		default:
 			taken[o.SKU] += o.Qty
+			if p.MaxPerCustomer > 0 {
+				had[custKey(o)] += o.Qty
+			}
 			amount := p.PriceCents * int64(o.Qty)
 			b.out[i].Processed = order.Processed{Status: order.StatusInvoiced, AmountCents: amount}
 			orders = append(orders, newOrderRow(o, it.Fence, order.StatusInvoiced, ""))
 			invoices = append(invoices, invoiceRow{OrderID: o.ID, SKU: o.SKU, Qty: o.Qty, AmountCents: amount})
 			invoiced = append(invoiced, i)
-		default:
-			b.out[i].Processed = order.Processed{Status: order.StatusRejected, Reason: order.ReasonCompensated}
-			orders = append(orders, newOrderRow(o, it.Fence, order.StatusRejected, order.ReasonCompensated))
 		}
 	})
 	if err := guardTaken(ctx, tx, taken); err != nil {
@@ -59,6 +67,45 @@ func (b *batch) place(ctx context.Context, tx *sqlx.Tx) error {
 		b.out[i].InvoiceID = ids[b.items[i].Order.ID]
 	}
 	return nil
+}
+
+// reject records item i as rejected for reason.
+func (b *batch) reject(i int, it BatchItem, reason string, orders *[]orderRow) {
+	b.out[i].Processed = order.Processed{Status: order.StatusRejected, Reason: reason}
+	*orders = append(*orders, newOrderRow(it.Order, it.Fence, order.StatusRejected, reason))
+}
+
+// custKey names a customer's units of one SKU.
+func custKey(o order.Order) string { return o.SKU + "\x00" + o.CustomerID }
+
+// customerUnits reads, with the products locked, the invoiced units of
+// each pending customer of every SKU that has a purchase limit (keyed by
+// custKey). SKUs without a limit cost no query.
+func (b *batch) customerUnits(ctx context.Context, tx *sqlx.Tx, products map[string]Product) (map[string]int, error) {
+	bySKU := make(map[string][]string)
+	b.pending(func(_ int, it BatchItem) {
+		if p, ok := products[it.Order.SKU]; ok && p.MaxPerCustomer > 0 {
+			bySKU[it.Order.SKU] = append(bySKU[it.Order.SKU], it.Order.CustomerID)
+		}
+	})
+	had := make(map[string]int)
+	skus := make([]string, 0, len(bySKU))
+	for sku := range bySKU {
+		skus = append(skus, sku)
+	}
+	slices.Sort(skus)
+	for _, sku := range skus {
+		cs := bySKU[sku]
+		slices.Sort(cs)
+		units, err := customerUnits(ctx, tx, sku, slices.Compact(cs))
+		if err != nil {
+			return nil, err
+		}
+		for c, n := range units {
+			had[sku+"\x00"+c] = n
+		}
+	}
+	return had, nil
 }
 
 func unknownSKU(o order.Order) error {

@@ -19,9 +19,11 @@ type Product struct {
 	PriceCents int64  `db:"price_cents" json:"price_cents"`
 	Stock      int    `db:"stock" json:"stock"`
 	Sold       int    `db:"sold" json:"sold"`
+	// MaxPerCustomer is the most units one customer may buy (0: no limit).
+	MaxPerCustomer int `db:"max_per_customer" json:"max_per_customer"`
 }
 
-const productColumns = "sku, name, price_cents, stock, sold"
+const productColumns = "sku, name, price_cents, stock, sold, max_per_customer"
 
 // SetStock sets a product's stock, creating the product when it is missing
 // (name and price default to empty and 0). A nil name or price keeps the
@@ -29,7 +31,7 @@ const productColumns = "sku, name, price_cents, stock, sold"
 // concurrent worker cannot sell between the check and the write. Setting
 // stock below what is already sold fails with order.ErrConflict.
 func (s *Store) SetStock(ctx context.Context, sku string, stock int, name *string, priceCents *int64) (Product, error) {
-	return s.SetStockWith(ctx, sku, stock, name, priceCents, nil)
+	return s.SetStockWith(ctx, sku, stock, name, priceCents, nil, nil)
 }
 
 // StockLoader puts a stock MySQL is about to commit somewhere else (Redis).
@@ -39,13 +41,17 @@ func (s *Store) SetStock(ctx context.Context, sku string, stock int, name *strin
 // still returned.
 type StockLoader func(ctx context.Context, prev, next Product) (keep bool, err error)
 
-// SetStockWith is SetStock that runs load before committing, while the
+// SetStockWith is SetStock that also sets the purchase limit per customer
+// (nil keeps it, 0 clears it) and runs load before committing, while the
 // row is locked, so that no worker sells in MySQL between the two and a
-// load refused elsewhere leaves MySQL unchanged. A nil load is SetStock.
-// Every load that commits leaves its stock_loads row, naming who loaded
-// (WithLoadedBy on ctx).
-func (s *Store) SetStockWith(ctx context.Context, sku string, stock int, name *string, priceCents *int64, load StockLoader) (Product, error) {
+// load refused elsewhere leaves MySQL unchanged. A nil load and limit is
+// SetStock. Every load that commits leaves its stock_loads row, naming who
+// loaded (WithLoadedBy on ctx).
+func (s *Store) SetStockWith(ctx context.Context, sku string, stock int, name *string, priceCents *int64, maxPerCustomer *int, load StockLoader) (Product, error) {
 	if err := validateStock(sku, stock, name, priceCents); err != nil {
+		return Product{}, err
+	}
+	if err := order.ValidateMaxPerCustomer(maxPerCustomer); err != nil {
 		return Product{}, err
 	}
 	var p Product
@@ -85,8 +91,11 @@ func (s *Store) SetStockWith(ctx context.Context, sku string, stock int, name *s
 		if priceCents != nil {
 			p.PriceCents = *priceCents
 		}
-		_, err = tx.ExecContext(ctx, "UPDATE products SET stock = ?, name = ?, price_cents = ?, loaded_at = NOW(3) WHERE sku = ?",
-			p.Stock, p.Name, p.PriceCents, sku)
+		if maxPerCustomer != nil {
+			p.MaxPerCustomer = *maxPerCustomer
+		}
+		_, err = tx.ExecContext(ctx, "UPDATE products SET stock = ?, name = ?, price_cents = ?, max_per_customer = ?, loaded_at = NOW(3) WHERE sku = ?",
+			p.Stock, p.Name, p.PriceCents, p.MaxPerCustomer, sku)
 		if err != nil {
 			return fmt.Errorf("update product sku=%s: %w", sku, err)
 		}

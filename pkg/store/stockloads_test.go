@@ -25,12 +25,12 @@ func TestStockLoadsAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := errors.New("redis refused")
-	if _, err := s.SetStockWith(ops, "lamp", 30, nil, nil, func(context.Context, Product, Product) (bool, error) {
+	if _, err := s.SetStockWith(ops, "lamp", 30, nil, nil, nil, func(context.Context, Product, Product) (bool, error) {
 		return false, refused
 	}); !errors.Is(err, refused) {
 		t.Fatalf("refused load: %v", err)
 	}
-	if _, err := s.SetStockWith(ctx, "lamp", 40, nil, nil, func(context.Context, Product, Product) (bool, error) {
+	if _, err := s.SetStockWith(ctx, "lamp", 40, nil, nil, nil, func(context.Context, Product, Product) (bool, error) {
 		return true, refused
 	}); !errors.Is(err, refused) {
 		t.Fatalf("kept load: %v", err)

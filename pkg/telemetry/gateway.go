@@ -48,7 +48,7 @@ func (g GatewayObserver) Begin(ctx context.Context, step gateway.Step, o order.O
 }
 
 // End closes the span Begin opened in ctx. Refusals a buyer is answered
-// (rate limited, another body, sold out) are no span error.
+// (rate limited, another body, sold out, purchase limit) are no span error.
 func (g GatewayObserver) End(ctx context.Context, step gateway.Step, _ order.Order, r gateway.Result) {
 	span := trace.SpanFromContext(ctx)
 	switch step {
@@ -57,7 +57,7 @@ func (g GatewayObserver) End(ctx context.Context, step gateway.Step, _ order.Ord
 		end(span, r.Err, order.ErrRateLimited, order.ErrIdempotencyMismatch, order.ErrSoldOut)
 	case gateway.StepReserve, gateway.StepReserveRetry:
 		span.SetAttributes(attribute.Bool("surge.reservation.repeat", r.Reservation.Repeat), attribute.Int("surge.available", r.Reservation.Avail))
-		end(span, r.Err, order.ErrSoldOut)
+		end(span, r.Err, order.ErrSoldOut, order.ErrPurchaseLimit)
 	case gateway.StepUndo, gateway.StepPublish:
 		end(span, r.Err)
 	}

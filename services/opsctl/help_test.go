@@ -15,7 +15,7 @@ import (
 func TestCommandHelp(t *testing.T) {
 	t.Setenv("SURGE_IDEMPOTENCY_TTL", "forever")
 	flags := map[string][]string{
-		"stock":      {"--stock N", "--name S", "--price-cents N", "--json"},
+		"stock":      {"--stock N", "--name S", "--price-cents N", "--max-per-customer N", "--json"},
 		"dlq":        {"--json", "--reason R", "--since T", "--all", "--dry-run"},
 		"reconcile":  {"--sku S", "--dry-run", "--json", "--detailed-exitcode"},
 		"preflight":  {"--json", "--skip-host"},

@@ -2,7 +2,7 @@
 // dead-letter queue, check a deployment against the production checklist.
 //
 //	opsctl migrate
-//	opsctl stock load SKU --stock N [--name S] [--price-cents N] [--json]
+//	opsctl stock load SKU --stock N [--name S] [--price-cents N] [--max-per-customer N] [--json]
 //	opsctl stock show SKU [--json]
 //	opsctl dlq list|show|replay|discard ...   (opsctl dlq --help)
 //	opsctl reconcile [--sku S]... [--dry-run] [--json]

@@ -15,7 +15,7 @@ import (
 	"surge/pkg/order"
 )
 
-const stockUsage = `opsctl stock load SKU --stock N [--name S] [--price-cents N] [--json]
+const stockUsage = `opsctl stock load SKU --stock N [--name S] [--price-cents N] [--max-per-customer N] [--json]
        opsctl stock show SKU [--json]
 load sets a SKU's stock in MySQL (creating the product when missing) and loads it
 into Redis, both or neither; it is refused below what is sold plus what is
@@ -25,6 +25,7 @@ flags:
   --stock N         load: total stock, N >= 0 (required)
   --name S          load: product name
   --price-cents N   load: unit price in cents
+  --max-per-customer N  load: purchase limit per customer (0: none; absent: keep)
   --json            print JSON`
 
 const migrateUsage = `opsctl migrate
@@ -60,12 +61,14 @@ type stockLoadFlags struct {
 	stock      int
 	name       string
 	priceCents int64
+	limit      int
 }
 
 func (f *stockLoadFlags) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.stock, "stock", 0, "total stock, N >= 0 (required)")
 	fs.StringVar(&f.name, "name", "", "product name")
 	fs.Int64Var(&f.priceCents, "price-cents", 0, "unit price in cents")
+	fs.IntVar(&f.limit, "max-per-customer", 0, "purchase limit per customer (0: none; absent: keep)")
 }
 
 // request is the load request for the flags given on fs, checked as the
@@ -81,6 +84,9 @@ func (f *stockLoadFlags) request(fs *pflag.FlagSet) (admin.LoadRequest, error) {
 	}
 	if fs.Changed("price-cents") {
 		req.PriceCents = &f.priceCents
+	}
+	if fs.Changed("max-per-customer") {
+		req.MaxPerCustomer = &f.limit
 	}
 	return req, req.Validate()
 }
@@ -210,6 +216,16 @@ func printStock(w io.Writer, r admin.StockReport) {
 	} else {
 		fmt.Fprintf(tw, "redis\t(not loaded)\n")
 	}
+	if r.MySQL != nil && r.MySQL.MaxPerCustomer > 0 || r.Redis.MaxPerCustomer > 0 {
+		fmt.Fprintf(tw, "max per customer\tmysql %d\tredis %d\n", mysqlLimit(r), r.Redis.MaxPerCustomer)
+	}
 	fmt.Fprintf(tw, "consistent\t%v\n", r.Consistent)
 	_ = tw.Flush()
+}
+
+func mysqlLimit(r admin.StockReport) int {
+	if r.MySQL == nil {
+		return 0
+	}
+	return r.MySQL.MaxPerCustomer
 }

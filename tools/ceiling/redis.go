@@ -94,7 +94,8 @@ func redisPipelined(ctx context.Context, rdb *redis.ClusterClient, opts RedisOpt
 		pipe := rdb.Pipeline()
 		for j := range opts.Pipeline {
 			id := "p" + strconv.Itoa(w) + "-" + strconv.FormatInt(i, 10) + "-" + strconv.Itoa(j)
-			ks := append(ks[:2:2], keys.OrderState(opts.SKU, id), keys.Undone(opts.SKU, id))
+			ks := append(ks[:2:2], keys.OrderState(opts.SKU, id), keys.Undone(opts.SKU, id),
+				keys.MaxPerCustomer(opts.SKU), keys.CustomerUnits(opts.SKU, "ceiling"))
 			// ARGV as stock.Reserve sends them: id, qty, nonce, customer, TTL,
 			// a new claim.
 			pipe.EvalSha(ctx, lua.Reserve.Hash(), ks, id, 1, "00000000", "ceiling", ttl, "1")

@@ -24,6 +24,9 @@ type Scenario struct {
 	// Stock is loaded through StockAPI before the run; < 0 loads nothing.
 	Stock    int
 	StockAPI StockAPI
+	// MaxPerCustomer > 0 loads the stock with that purchase limit per
+	// customer.
+	MaxPerCustomer int
 	// Ledger reads MySQL: the invoices sampled, waited for and checked.
 	Ledger *Ledger
 	// Check waits until MySQL holds every accepted order (and the queue is
@@ -112,7 +115,7 @@ func (s Scenario) Run(ctx context.Context) (RunReport, error) {
 		}
 	}
 	if s.Stock >= 0 {
-		if err := s.StockAPI.Load(ctx, s.Orders.SKU, s.Stock, 1999); err != nil {
+		if err := s.StockAPI.Load(ctx, s.Orders.SKU, s.Stock, 1999, s.MaxPerCustomer); err != nil {
 			return rep, err
 		}
 	}

@@ -20,9 +20,15 @@ type StockAPI struct {
 	Token string
 }
 
-// Load sets sku's stock, creating the product when missing.
-func (a StockAPI) Load(ctx context.Context, sku string, stock int, priceCents int64) error {
-	body, err := json.Marshal(admin.LoadRequest{Stock: &stock, PriceCents: &priceCents})
+// Load sets sku's stock, creating the product when missing, and its
+// purchase limit per customer when maxPerCustomer > 0 (else the product
+// keeps its limit).
+func (a StockAPI) Load(ctx context.Context, sku string, stock int, priceCents int64, maxPerCustomer int) error {
+	req := admin.LoadRequest{Stock: &stock, PriceCents: &priceCents}
+	if maxPerCustomer > 0 {
+		req.MaxPerCustomer = &maxPerCustomer
+	}
+	body, err := json.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("encode stock load: %w", err)
 	}

@@ -35,7 +35,7 @@ func TestNaiveFlashSaleNeverOversells(t *testing.T) {
 	srv, ledger := newServer(t)
 	ctx := context.Background()
 	client := loadgen.NewHTTPClient(16)
-	if err := (loadgen.StockAPI{Client: client, BaseURL: srv.URL}).Load(ctx, "hot", 10, 250); err != nil {
+	if err := (loadgen.StockAPI{Client: client, BaseURL: srv.URL}).Load(ctx, "hot", 10, 250, 0); err != nil {
 		t.Fatal(err)
 	}
 	gen, err := loadgen.New(loadgen.Options{Concurrency: 16, Requests: 100},

@@ -25,7 +25,7 @@ type loadFlags struct {
 	url, adminURL, sku, label, runID, queue, pids, jsonOut string
 	profiles, profileDir, customer                         string
 	profileSeconds                                         int
-	qty, stock                                             int
+	qty, stock, maxPerCustomer                             int
 	opts                                                   loadgen.Options
 	check, stockView, redisAudit, quiet                    bool
 	sample, drainTimeout, redisSettle                      time.Duration
@@ -40,6 +40,7 @@ func parseLoadFlags(cfg loadgenConfig, args []string, stderr io.Writer) (loadFla
 	fs.StringVar(&f.sku, "sku", "", "SKU to order (required)")
 	fs.IntVar(&f.qty, "qty", 1, "units per order")
 	fs.IntVar(&f.stock, "stock", -1, "load this stock through the admin API first (-1: leave it)")
+	fs.IntVar(&f.maxPerCustomer, "max-per-customer", 0, "with -stock, load it with this purchase limit per customer (0: none)")
 	fs.StringVar(&f.label, "label", "load", "scenario name in the report")
 	fs.StringVar(&f.customer, "customer", "", "send every order as this one customer, each under a new key (default: a new customer per order)")
 	fs.StringVar(&f.runID, "run-id", "", "prefix of customer ids (default: a new ULID, unique per run)")
@@ -88,12 +89,13 @@ func runLoad(ctx context.Context, cfg loadgenConfig, args []string, stdout, stde
 		Options: f.opts,
 		Orders: loadgen.NewOrders(loadgen.Orders{Client: loadgen.NewOrderClient(max(f.opts.Concurrency, 1)), BaseURL: url, SKU: f.sku,
 			Qty: f.qty, RunID: f.runID, OneCustomer: f.customer, Start: time.Now(), TTL: cfg.IdempotencyTTL}),
-		Stock:        f.stock,
-		StockAPI:     loadgen.StockAPI{Client: client, BaseURL: strings.TrimSuffix(f.adminURL, "/"), Token: cfg.AdminToken},
-		StockView:    f.stockView,
-		DrainTimeout: f.drainTimeout,
-		SampleEvery:  f.sample,
-		RedisSettle:  f.redisSettle,
+		Stock:          f.stock,
+		MaxPerCustomer: f.maxPerCustomer,
+		StockAPI:       loadgen.StockAPI{Client: client, BaseURL: strings.TrimSuffix(f.adminURL, "/"), Token: cfg.AdminToken},
+		StockView:      f.stockView,
+		DrainTimeout:   f.drainTimeout,
+		SampleEvery:    f.sample,
+		RedisSettle:    f.redisSettle,
 	}
 	if sc.Processes, err = parsePIDs(f.pids); err != nil {
 		return err
