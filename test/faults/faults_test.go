@@ -13,7 +13,11 @@
 //
 //	go test -tags faults -count=1 -v -timeout 20m ./test/faults/
 //
-// SURGE_FAULTS_DURATION (60s) is the length of the sale, SURGE_FAULTS_SEED
+// SURGE_FAULTS_PROFILE is ci (the default: the reconciler's grace 20s,
+// retry tiers 200ms/1s/3s, the worker's lock TTL 3s, a sale of 60s) or
+// production (surge's defaults: grace 5m, tiers 1s/10s/60s, lock TTL
+// 10s, a sale of 30m; make test-faults-long).
+// SURGE_FAULTS_DURATION (the profile's) is the length of the sale, SURGE_FAULTS_SEED
 // replays a run (the seed is printed at its start), SURGE_FAULTS_RUNS (1)
 // runs several seeds in a row, SURGE_FAULTS_KEEP=1 keeps the temporary
 // directory (logs, history.jsonl) instead of removing it, and
@@ -30,6 +34,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -47,15 +52,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bins = dir
-	if err := buildPrograms(dir); err != nil {
-		fmt.Fprintln(os.Stderr, "faults:", err)
-		_ = os.RemoveAll(dir)
-		os.Exit(1)
-	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// buildOnce builds the programs the first time a test needs them.
+var buildOnce = sync.OnceValue(func() error { return buildPrograms(bins) })
 
 func buildPrograms(dir string) error {
 	root, err := filepath.Abs("../..")
@@ -74,15 +77,40 @@ func buildPrograms(dir string) error {
 
 // settings are the SURGE_FAULTS_ variables.
 type settings struct {
+	profile  profile
 	duration time.Duration
 	seeds    []int64
 	keep     bool
 	kinds    []faultKind
 }
 
+// profile is the programs' settings a run uses: CI shortens the
+// reconciler's grace, the retry tiers and the worker's lock TTL so that a
+// run fits in a few minutes; production keeps surge's defaults.
+type profile struct {
+	name     string
+	grace    time.Duration // SURGE_RECONCILE_GRACE
+	tiers    string        // SURGE_AMQP_RETRY_DELAYS
+	lockTTL  time.Duration // SURGE_WORKER_LOCK_TTL
+	duration time.Duration // the sale, unless SURGE_FAULTS_DURATION
+}
+
+var profiles = map[string]profile{
+	"ci":         {name: "ci", grace: 20 * time.Second, tiers: "200ms,1s,3s", lockTTL: 3 * time.Second, duration: 60 * time.Second},
+	"production": {name: "production", grace: 5 * time.Minute, tiers: "1s,10s,60s", lockTTL: 10 * time.Second, duration: 30 * time.Minute},
+}
+
 func readSettings(t *testing.T) settings {
 	t.Helper()
-	s := settings{duration: 60 * time.Second, keep: os.Getenv("SURGE_FAULTS_KEEP") != ""}
+	name := os.Getenv("SURGE_FAULTS_PROFILE")
+	if name == "" {
+		name = "ci"
+	}
+	pr, ok := profiles[name]
+	if !ok {
+		t.Fatalf("SURGE_FAULTS_PROFILE=%q: want ci or production", name)
+	}
+	s := settings{profile: pr, duration: pr.duration, keep: os.Getenv("SURGE_FAULTS_KEEP") != ""}
 	if v := os.Getenv("SURGE_FAULTS_DURATION"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 10*time.Second {
@@ -125,16 +153,19 @@ func readSettings(t *testing.T) settings {
 // the runs (each run has its own database, queues, SKUs and customers).
 func TestFaults(t *testing.T) {
 	st := readSettings(t)
+	if err := buildOnce(); err != nil {
+		t.Fatal(err)
+	}
 	eng := startEngines(t, st.keep)
 	for i, seed := range st.seeds {
 		// A run past go test's -timeout would end the binary without any
 		// cleanup, leaving the private engines running.
-		if d, ok := t.Deadline(); ok && time.Until(d) < st.duration+4*time.Minute {
+		if d, ok := t.Deadline(); ok && time.Until(d) < st.duration+st.profile.grace+4*time.Minute {
 			t.Errorf("not enough time left before -timeout for seed %d and the runs after it; raise -timeout", seed)
 			return
 		}
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			runOnce(t, eng, i+1, seed, st.duration, st.kinds)
+			runOnce(t, eng, i+1, seed, st)
 		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -34,12 +36,26 @@ type fault struct {
 	hold       time.Duration
 	start, end time.Duration
 	err        string
+	effect     string // what showed the fault took effect
+}
+
+// losesRedisWrites tells whether the kind can make a Redis master fail
+// over and lose its last writes (the compensation's one cause).
+func (k faultKind) losesRedisWrites() bool {
+	return k == killRedis || k == pauseRedis
+}
+
+func (f *fault) record() faultRecord {
+	return faultRecord{Kind: f.kind, Target: f.target, Start: f.start, End: f.end, Err: f.err, Effect: f.effect}
 }
 
 func (f *fault) String() string {
 	s := fmt.Sprintf("%s %s +%.1fs..+%.1fs", f.kind, f.target, f.start.Seconds(), f.end.Seconds())
 	if f.err != "" {
 		s += " (" + f.err + ")"
+	}
+	if f.effect != "" {
+		s += " [" + f.effect + "]"
 	}
 	return s
 }
@@ -49,6 +65,7 @@ func (f *fault) String() string {
 type nemesis struct {
 	p    *pipeline
 	h    *history
+	w    *workload
 	skus []string
 	rng  *rand.Rand
 	dur  time.Duration
@@ -59,6 +76,19 @@ type nemesis struct {
 
 	mu     sync.Mutex
 	faults []*fault
+}
+
+func newNemesis(p *pipeline, h *history, w *workload, rng *rand.Rand, st settings, logf func(string, ...any)) *nemesis {
+	return &nemesis{p: p, h: h, w: w, skus: w.skus, rng: rng, dur: st.duration, kinds: st.kinds, logf: logf}
+}
+
+// records are the faults dealt, as the history keeps them.
+func (n *nemesis) records() []faultRecord {
+	var rs []faultRecord
+	for _, f := range n.list() {
+		rs = append(rs, f.record())
+	}
+	return rs
 }
 
 // run injects faults until ctx ends; the fault under way when it does is
@@ -136,17 +166,29 @@ func (n *nemesis) apply(ctx context.Context, f *fault, sku string) error {
 	switch f.kind {
 	case memAlarm:
 		err := eng.mq.setAlarm()
+		if err == nil {
+			f.effect, err = eng.mq.alarmed()
+		}
 		sleep(ctx, f.hold)
 		return firstErr(err, eng.mq.clearAlarm())
 	case closeConns:
-		return eng.mq.closeConnections()
+		var err error
+		f.effect, err = eng.mq.closeConnections()
+		return err
 	case killWorker, killGateway:
 		pr := n.proc(f.target)
-		pr.kill()
+		pid := pr.pid()
+		if err := pr.kill(); err != nil {
+			return err
+		}
+		f.effect = fmt.Sprintf("pid %d gone", pid)
 		sleep(ctx, f.hold)
 		return pr.start()
 	case pauseMySQL:
 		err := eng.db.pause()
+		if err == nil {
+			f.effect, err = stoppedState(eng.db.cmd.Process.Pid)
+		}
 		sleep(ctx, f.hold)
 		eng.db.resume()
 		return err
@@ -167,12 +209,54 @@ func (n *nemesis) redisFault(ctx context.Context, f *fault, sku string) error {
 	if f.kind == pauseRedis {
 		sig = syscall.SIGSTOP
 	}
+	pid := c.PID(port)
 	if err := c.Signal(port, sig); err != nil {
 		return err
 	}
+	if sig == syscall.SIGSTOP {
+		f.effect, err = stoppedState(pid)
+	} else {
+		err = waitUntil(5*time.Second, 50*time.Millisecond, func() error {
+			if c.PID(port) != 0 {
+				return fmt.Errorf("node %d (pid %d) still alive after SIGKILL", port, pid)
+			}
+			return nil
+		})
+		f.effect = fmt.Sprintf("node %d (pid %d) gone", port, pid)
+	}
 	sleep(ctx, f.hold)
 	_ = c.Signal(port, syscall.SIGCONT) // a killed node has no process to resume
-	return c.Heal()
+	if now, merr := c.masterOf(context.Background(), sku); merr == nil && now != port {
+		f.effect += fmt.Sprintf("; failover: %d now serves %s", now, sku)
+	}
+	return firstErr(err, c.Heal())
+}
+
+// stoppedState reads /proc/pid/stat and tells whether pid is stopped
+// (SIGSTOP took effect).
+func stoppedState(pid int) (string, error) {
+	var state string
+	err := waitUntil(2*time.Second, 20*time.Millisecond, func() error {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return err
+		}
+		// pid (comm) state ...: comm may hold spaces, the state follows its ')'.
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) == 0 {
+			return fmt.Errorf("/proc/%d/stat: %q", pid, s)
+		}
+		state = fields[0]
+		if state != "T" && state != "t" {
+			return fmt.Errorf("pid %d in state %s, not stopped", pid, state)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("pid %d stopped", pid), nil
 }
 
 func (n *nemesis) proc(name string) *proc {

@@ -19,10 +19,9 @@ import (
 )
 
 const (
-	adminToken    = "faults-admin"
-	nGateways     = 2
-	nWorkers      = 2
-	reconcileWait = 20 * time.Second // SURGE_RECONCILE_GRACE of every program
+	adminToken = "faults-admin"
+	nGateways  = 2
+	nWorkers   = 2
 )
 
 // pipeline is one run's gateways and workers on the private engines, with
@@ -40,12 +39,13 @@ type pipeline struct {
 	adminURLs []string
 	rdb       *redis.ClusterClient
 	db        *sql.DB
+	h         *history
 }
 
-func startPipeline(t *testing.T, eng *engines, run int) *pipeline {
+func startPipeline(t *testing.T, eng *engines, run int, h *history, pr profile) *pipeline {
 	t.Helper()
 	p := &pipeline{t: t, eng: eng, dir: filepath.Join(eng.dir, fmt.Sprintf("run%d", run)),
-		prefix: fmt.Sprintf("faults%d", run)}
+		prefix: fmt.Sprintf("faults%d", run), h: h}
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -54,9 +54,10 @@ func startPipeline(t *testing.T, eng *engines, run int) *pipeline {
 		"SURGE_REDIS_ADDRS="+strings.Join(eng.redis.Addrs(), ","), "SURGE_REDIS_PASSWORD="+eng.redis.Password,
 		"SURGE_REDIS_POOL_SIZE=16", "SURGE_AMQP_URL="+eng.mq.url(),
 		"SURGE_AMQP_EXCHANGE="+p.prefix, "SURGE_AMQP_QUEUE="+p.prefix+".created",
-		"SURGE_AMQP_DEAD_QUEUE="+p.deadQueue(), "SURGE_AMQP_RETRY_DELAYS=200ms,1s,3s",
+		"SURGE_AMQP_DEAD_QUEUE="+p.deadQueue(), "SURGE_AMQP_RETRY_DELAYS="+pr.tiers,
 		"SURGE_MYSQL_DSN="+dsn, "SURGE_MYSQL_MAX_CONNS=20", "SURGE_ADMIN_TOKEN="+adminToken,
-		"SURGE_WORKER_METRICS_ADDR=", "SURGE_RECONCILE_GRACE="+reconcileWait.String(),
+		"SURGE_WORKER_METRICS_ADDR=", "SURGE_RECONCILE_GRACE="+pr.grace.String(),
+		"SURGE_WORKER_LOCK_TTL="+pr.lockTTL.String(),
 		"SURGE_WORKER_PREFETCH=64", "SURGE_WORKER_CONCURRENCY=16", "SURGE_LOG_LEVEL=info")
 	if out, err := p.command("gateway", "migrate").CombinedOutput(); err != nil {
 		t.Fatalf("gateway migrate: %v\n%s", err, out)
@@ -105,7 +106,10 @@ func (p *pipeline) addGateway(i int) {
 
 func (p *pipeline) newProc(name, program string) *proc {
 	return &proc{name: name, bin: filepath.Join(bins, program), env: append([]string{}, p.env...),
-		log: filepath.Join(p.dir, name+".log")}
+		log: filepath.Join(p.dir, name+".log"), onExit: func(d death) {
+			d.At = p.h.since()
+			p.h.noteDeath(d)
+		}}
 }
 
 func (p *pipeline) command(program string, args ...string) *exec.Cmd {
@@ -131,12 +135,23 @@ func (p *pipeline) stop() {
 	_ = p.rdb.Close()
 }
 
-// ensureRunning restarts any program that is not running.
+// ensureRunning restarts any program that is not running and says so: a
+// program the nemesis ended is restarted by the nemesis itself, so one
+// found dead here died unasked (the history has its death) or failed to
+// restart.
 func (p *pipeline) ensureRunning() error {
+	var dead []string
 	for _, pr := range p.procs() {
+		if pr.running() {
+			continue
+		}
+		dead = append(dead, pr.name)
 		if err := pr.start(); err != nil {
 			return err
 		}
+	}
+	if len(dead) > 0 {
+		return fmt.Errorf("%s not running: restarted, and the run fails", strings.Join(dead, ", "))
 	}
 	return nil
 }

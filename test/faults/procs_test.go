@@ -21,10 +21,14 @@ type proc struct {
 	env  []string
 	log  string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	runs int
+	// onExit hears of every exit, asked (a signal the test sent) or not.
+	onExit func(death)
+
+	mu    sync.Mutex
+	cmd   *exec.Cmd
+	done  chan struct{}
+	runs  int
+	asked bool // the test signalled the running process to end
 }
 
 // start runs the program unless it is running.
@@ -47,9 +51,43 @@ func (p *proc) start() error {
 		return fmt.Errorf("start %s: %w", p.name, err)
 	}
 	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); f.Close(); close(done) }()
-	p.cmd, p.done = cmd, done
+	go p.wait(cmd, f, done)
+	p.cmd, p.done, p.asked = cmd, done, false
 	return nil
+}
+
+// wait reaps the process and tells onExit whether its end was asked for.
+func (p *proc) wait(cmd *exec.Cmd, f *os.File, done chan struct{}) {
+	err := cmd.Wait()
+	f.Close()
+	p.mu.Lock()
+	asked := p.asked
+	p.mu.Unlock()
+	exit := "exit 0"
+	if err != nil {
+		exit = err.Error()
+	}
+	if p.onExit != nil {
+		p.onExit(death{Name: p.name, Asked: asked, Exit: exit})
+	}
+	close(done)
+}
+
+// running tells whether the last start is still running.
+func (p *proc) running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.alive()
+}
+
+// pid is the running process's pid, 0 when none runs.
+func (p *proc) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.alive() {
+		return 0
+	}
+	return p.cmd.Process.Pid
 }
 
 // alive tells whether the last start is still running; p.mu is held.
@@ -65,33 +103,55 @@ func (p *proc) alive() bool {
 	}
 }
 
-// kill sends SIGKILL and waits for the process to be gone.
-func (p *proc) kill() {
-	p.signalAndWait(syscall.SIGKILL, time.Minute)
+// kill sends SIGKILL and waits for the process to be gone; it fails when
+// no process ran or it did not end.
+func (p *proc) kill() error {
+	return p.end(syscall.SIGKILL, time.Minute)
+}
+
+// terminate sends SIGTERM and waits up to timeout for the program to shut
+// down by itself.
+func (p *proc) terminate(timeout time.Duration) error {
+	return p.end(syscall.SIGTERM, timeout)
 }
 
 // stop asks the program to shut down (SIGTERM), then kills it after 15s.
 func (p *proc) stop() {
-	if !p.signalAndWait(syscall.SIGTERM, 15*time.Second) {
-		p.kill()
+	if p.terminate(15*time.Second) != nil {
+		_ = p.kill()
 	}
 }
 
-func (p *proc) signalAndWait(sig syscall.Signal, timeout time.Duration) bool {
+// end signals the running process to end and waits for it.
+func (p *proc) end(sig syscall.Signal, timeout time.Duration) error {
 	p.mu.Lock()
 	if !p.alive() {
 		p.mu.Unlock()
-		return true
+		return fmt.Errorf("%s: no process running to send %s", p.name, sig)
 	}
-	_ = p.cmd.Process.Signal(sig)
+	p.asked = true
+	err := p.cmd.Process.Signal(sig)
 	done := p.done
 	p.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", p.name, sig, err)
+	}
 	select {
 	case <-done:
-		return true
+		return nil
 	case <-time.After(timeout):
-		return false
+		return fmt.Errorf("%s still running %s after %s", p.name, timeout, sig)
 	}
+}
+
+// signal sends sig (SIGSTOP, SIGCONT) to the running process.
+func (p *proc) signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.alive() {
+		return fmt.Errorf("%s: no process running to send %s", p.name, sig)
+	}
+	return p.cmd.Process.Signal(sig)
 }
 
 // tailFile returns the last n lines of a file, leaving out lines that
