@@ -100,17 +100,21 @@ func (c *checker) checkSoldOutAnswers() {
 }
 
 // judgeSoldOut judges one 409 sold_out against the samples read from
-// soldOutBound before its answer to its answer. A window the samples do
-// not cover (a gap longer than sampleGap, at either end too) is not judged.
+// soldOutBound before its answer to one taken after it. Between two
+// samples avail only falls (reservations) unless units come back, so
+// samples that all held enough, the last one read after the answer, show
+// that units were there the whole window. A window the samples do not
+// cover (a gap longer than sampleGap, or none read after the answer) is
+// not judged.
 func (c *checker) judgeSoldOut(i int, o *op, a attempt) {
-	from, to := a.Done-soldOutBound, a.Done
+	from, to := a.Done-soldOutBound, a.Done+sampleGap
 	var in []sample
 	for _, s := range c.h.samples[o.sku] {
 		if s.Done >= from && s.At <= to {
 			in = append(in, s)
 		}
 	}
-	if !covers(in, from, to) {
+	if !covers(in, from, to) || in[len(in)-1].At < a.Done {
 		return
 	}
 	c.judged["7b"]++
@@ -124,7 +128,7 @@ func (c *checker) judgeSoldOut(i int, o *op, a attempt) {
 		avails[k] = fmt.Sprintf("%d@+%.3fs", s.Avail, s.At.Seconds())
 	}
 	c.add("7b", o.sku, i, "attempt %d answered 409 sold_out at +%.3fs while Redis held at least %d units in all %d samples "+
-		"of the %s before it: %s", a.N+1, a.Done.Seconds(), o.qty, len(in), soldOutBound, strings.Join(avails, " "))
+		"from %s before it to after it: %s", a.N+1, a.Done.Seconds(), o.qty, len(in), soldOutBound, strings.Join(avails, " "))
 }
 
 // covers tells whether samples (in time order) leave no gap longer than

@@ -176,6 +176,13 @@ func replayCases() []replayCase {
 				}
 			}
 		}},
+		{name: "a 409 sold_out as the last unit goes", edit: func(_ *runInfo, h *history, _ *endState) {
+			for i := range h.samples["s"] {
+				if s := &h.samples["s"][i]; s.At >= sec(4.75) && s.At <= sec(4.99) {
+					s.Avail = int((sec(5) - s.At) / (50 * time.Millisecond))
+				}
+			}
+		}},
 		{name: "a stale 409 sold_out on a retry", want: []string{"7b"}, edit: func(_ *runInfo, h *history, _ *endState) {
 			o := opNamed(h, "late")
 			first := &h.attempts[o.attempts[0]]
