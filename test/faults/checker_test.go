@@ -217,14 +217,14 @@ func (c *checker) checkRefused(i int, o *op, end *orderEnd, invoiced bool, last 
 
 // checkUnclaimed looks at the orders in MySQL, the dead letters or Redis's
 // reservations that no op claims. One whose customer placed nothing is a
-// phantom (check 2). The hammer's customer has many orders and the test
-// cannot name the order of a hammer request no answer named: its
-// unclaimed orders that were invoiced, parked or held may not outnumber
-// its requests of unknown outcome (check 4).
+// phantom (check 2). A hammering customer (the hammer, a burst, the
+// crowd's) has many orders and the test cannot name the order of a
+// request no answer named: per such customer, its unclaimed orders that
+// were invoiced, parked or held may not outnumber its requests of unknown
+// outcome (check 4).
 func (c *checker) checkUnclaimed() {
 	claimed, customers := map[string]bool{}, map[string]bool{}
-	var hammer string
-	var hammerUnknown, hammerUnnamed []int
+	unknowns, unnamed := map[string]int{}, map[string][]int{}
 	for i, o := range c.h.ops {
 		claimed[o.id], customers[o.customer] = true, true
 		for _, id := range o.otherIDs {
@@ -233,13 +233,12 @@ func (c *checker) checkUnclaimed() {
 		if o.kind != "hammer" || o.id != "" {
 			continue
 		}
-		hammer = o.customer
-		hammerUnnamed = append(hammerUnnamed, i)
+		unnamed[o.customer] = append(unnamed[o.customer], i)
 		if c.h.attempts[o.attempts[len(o.attempts)-1]].outcome() == unknown {
-			hammerUnknown = append(hammerUnknown, i)
+			unknowns[o.customer]++
 		}
 	}
-	var unclaimed []string
+	unclaimed := map[string][]string{}
 	for _, id := range sortedKeys(c.e.orders) {
 		o := c.e.orders[id]
 		switch {
@@ -247,14 +246,18 @@ func (c *checker) checkUnclaimed() {
 		case !customers[o.customer]:
 			c.add("2", o.sku, -1, "order %s of customer %q (%s, %d invoices, dead letter %q, %d reserved) but no client placed it",
 				id, o.customer, o.status, o.invoices, o.dead, o.resv)
-		case o.customer == hammer && (o.invoices > 0 || o.dead != "" || o.resv > 0):
-			unclaimed = append(unclaimed, id)
+		case unnamed[o.customer] != nil && (o.invoices > 0 || o.dead != "" || o.resv > 0):
+			unclaimed[o.customer] = append(unclaimed[o.customer], id)
 		}
 	}
-	if len(unclaimed) > len(hammerUnknown) {
-		c.add("4", c.skus[0], -1, "the hammer's customer has %d orders no answer named that were invoiced, parked or "+
-			"held, but only %d of its requests had an unknown outcome: the others were answered not taken (%s); orders: %s",
-			len(unclaimed), len(hammerUnknown), c.refusedAnswers(hammerUnnamed), strings.Join(unclaimed, " "))
+	for _, cust := range sortedKeys(unclaimed) {
+		ids := unclaimed[cust]
+		if len(ids) > unknowns[cust] {
+			sku := c.h.ops[unnamed[cust][0]].sku
+			c.add("4", sku, -1, "hammering customer %s has %d orders no answer named that were invoiced, parked or "+
+				"held, but only %d of its requests had an unknown outcome: the others were answered not taken (%s); orders: %s",
+				cust, len(ids), unknowns[cust], c.refusedAnswers(unnamed[cust]), strings.Join(ids, " "))
+		}
 	}
 }
 

@@ -7,15 +7,19 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"surge/internal/testenv"
 )
 
 const (
@@ -31,6 +35,7 @@ type pipeline struct {
 	eng      *engines
 	dir      string
 	prefix   string // exchange and queue names start with it
+	dbName   string
 	env      []string
 	gateways []*proc
 	workers  []*proc
@@ -40,6 +45,9 @@ type pipeline struct {
 	rdb       *redis.ClusterClient
 	db        *sql.DB
 	h         *history
+	// dbProxy and mqProxy carry each service's links to MySQL and
+	// RabbitMQ (by program: gateway, worker), for latency and resets.
+	dbProxy, mqProxy map[string]*testenv.Proxy
 }
 
 func startPipeline(t *testing.T, eng *engines, run int, h *history, pr profile) *pipeline {
@@ -49,7 +57,8 @@ func startPipeline(t *testing.T, eng *engines, run int, h *history, pr profile) 
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dsn := eng.db.dsn(fmt.Sprintf("surge_run%d", run))
+	p.dbName = fmt.Sprintf("surge_run%d", run)
+	dsn := eng.db.dsn(p.dbName)
 	p.env = append(baseEnv(),
 		"SURGE_REDIS_ADDRS="+strings.Join(eng.redis.Addrs(), ","), "SURGE_REDIS_PASSWORD="+eng.redis.Password,
 		"SURGE_REDIS_POOL_SIZE=16", "SURGE_AMQP_URL="+eng.mq.url(),
@@ -67,12 +76,18 @@ func startPipeline(t *testing.T, eng *engines, run int, h *history, pr profile) 
 		t.Fatal(err)
 	}
 	p.rdb = eng.redis.client()
+	p.startProxies(dsn)
 	t.Cleanup(p.stop)
 	for i := range nGateways {
 		p.addGateway(i)
 	}
 	for i := range nWorkers {
 		p.workers = append(p.workers, p.newProc(fmt.Sprintf("worker%d", i), "worker"))
+	}
+	if eng.fw != nil {
+		for i, pr := range p.procs() {
+			pr.uid = uidBase + i
+		}
 	}
 	for _, pr := range append(append([]*proc{}, p.gateways...), p.workers...) {
 		if err := pr.start(); err != nil {
@@ -104,8 +119,30 @@ func (p *pipeline) addGateway(i int) {
 	p.adminURLs = append(p.adminURLs, fmt.Sprintf("http://127.0.0.1:%d", adminPort))
 }
 
+// startProxies puts a proxy between each service and MySQL, and between
+// each service and RabbitMQ.
+func (p *pipeline) startProxies(dsn string) {
+	p.dbProxy, p.mqProxy = map[string]*testenv.Proxy{}, map[string]*testenv.Proxy{}
+	for _, svc := range []string{"gateway", "worker"} {
+		p.dbProxy[svc] = testenv.NewProxy(p.t, fmt.Sprintf("127.0.0.1:%d", p.eng.db.port))
+		p.mqProxy[svc] = testenv.NewProxy(p.t, fmt.Sprintf("127.0.0.1:%d", p.eng.mq.port))
+	}
+}
+
+func proxyPort(px *testenv.Proxy) int {
+	_, port, _ := net.SplitHostPort(px.Addr())
+	n, _ := strconv.Atoi(port)
+	return n
+}
+
+// newProc is a program of the pipeline, reaching MySQL and RabbitMQ
+// through its service's proxies.
 func (p *pipeline) newProc(name, program string) *proc {
-	return &proc{name: name, bin: filepath.Join(bins, program), env: append([]string{}, p.env...),
+	env := append([]string{}, p.env...)
+	env = append(env, "SURGE_MYSQL_DSN="+strings.Replace(p.eng.db.dsn(p.dbName), fmt.Sprintf(":%d)", p.eng.db.port),
+		fmt.Sprintf(":%d)", proxyPort(p.dbProxy[program])), 1),
+		fmt.Sprintf("SURGE_AMQP_URL=amqp://guest:guest@%s/", p.mqProxy[program].Addr()))
+	return &proc{name: name, program: program, bin: filepath.Join(bins, program), env: env,
 		log: filepath.Join(p.dir, name+".log"), onExit: func(d death) {
 			d.At = p.h.since()
 			p.h.noteDeath(d)

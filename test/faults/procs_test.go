@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,11 +16,13 @@ import (
 // proc is one surge program run as a subprocess, restartable after a
 // SIGKILL, its output appended to one log file across restarts.
 type proc struct {
-	name string
-	bin  string
-	args []string
-	env  []string
-	log  string
+	name    string
+	program string // gateway, worker
+	uid     int    // run as this uid (setpriv) when not 0, so iptables can cut its links alone
+	bin     string
+	args    []string
+	env     []string
+	log     string
 
 	// onExit hears of every exit, asked (a signal the test sent) or not.
 	onExit func(death)
@@ -45,6 +48,10 @@ func (p *proc) start() error {
 	p.runs++
 	fmt.Fprintf(f, "=== faults: start %s (run %d) at %s\n", p.name, p.runs, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(p.bin, p.args...)
+	if p.uid != 0 {
+		id := strconv.Itoa(p.uid)
+		cmd = exec.Command("setpriv", append([]string{"--reuid=" + id, "--regid=" + id, "--clear-groups", "--", p.bin}, p.args...)...)
+	}
 	cmd.Env, cmd.Stdout, cmd.Stderr = p.env, f, f
 	if err := cmd.Start(); err != nil {
 		f.Close()

@@ -23,7 +23,7 @@ const nSKUs = 4
 func runOnce(t *testing.T, eng *engines, run int, seed int64, st settings) {
 	began := time.Now()
 	t.Logf("seed %d (replay: SURGE_FAULTS_SEED=%d SURGE_FAULTS_RUNS=1), profile %s, sale of %s, faults %v",
-		seed, seed, st.profile.name, st.duration, kindsOrAll(st.kinds))
+		seed, seed, st.profile.name, st.duration, st.kinds)
 	h := newHistory()
 	p := startPipeline(t, eng, run, h, st.profile)
 	skus, stock := loadSKUs(t, p, rand.New(rand.NewPCG(uint64(seed), 1)), run, seed)
@@ -152,12 +152,4 @@ func loadSKUs(t *testing.T, p *pipeline, rng *rand.Rand, run int, seed int64) ([
 	}
 	t.Logf("SKUs: %v", stock)
 	return skus, stock
-}
-
-// kindsOrAll names the kinds a run draws from.
-func kindsOrAll(kinds []faultKind) []faultKind {
-	if len(kinds) == 0 {
-		return faultKinds
-	}
-	return kinds
 }
