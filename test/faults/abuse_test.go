@@ -84,10 +84,15 @@ func (n *nemesis) crowd(ctx context.Context, f *fault) error {
 }
 
 // restockDown is an operator lowering a SKU's stock by 1-6 units through
-// the admin API: taken (200) or refused because units are sold or
-// reserved (409); either answer is the action's effect.
+// the admin API, no more than the last sample showed unsold: taken (200),
+// or refused because the units were sold or reserved meanwhile (409);
+// either answer is the action's effect.
 func (n *nemesis) restockDown(f *fault) error {
-	r := n.w.restock(f.sku, -(1 + f.n%6), f.n%len(n.p.urls))
+	down := 1 + f.n%6
+	if avail := n.w.lastAvail(f.sku); avail > 0 {
+		down = min(down, avail)
+	}
+	r := n.w.restock(f.sku, -down, f.n%len(n.p.urls))
 	if r.Status == 0 {
 		return fmt.Errorf("restock down: no answer: %s", r.Err)
 	}
@@ -147,6 +152,17 @@ func (w *workload) lowestSKU() string {
 		}
 	}
 	return best
+}
+
+// lastAvail is the units the last sample of sku showed, -1 without one.
+func (w *workload) lastAvail(sku string) int {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	s := w.h.samples[sku]
+	if len(s) == 0 {
+		return -1
+	}
+	return s[len(s)-1].Avail
 }
 
 // restockOpsctl raises sku's stock by delta with `opsctl stock load`

@@ -3,27 +3,32 @@
 // Package faults is surge's randomized fault test, in the spirit of
 // Jepsen (build tag "faults"). It starts private engines (a Redis Cluster
 // on ports from 7200 up, a MariaDB and a RabbitMQ node of its own), runs
-// the real gateway and worker binaries as subprocesses, drives a flash
-// sale of a few small SKUs from many concurrent buyers while a nemesis
-// injects one fault at a time (broker memory alarm, broker connections
-// closed, worker or gateway SIGKILL, MySQL paused, a Redis master killed
-// or paused), records every request and answer, then lets the pipeline
-// drain, runs `reconciler once` and checks the history against MySQL and
-// Redis (checker_test.go lists the checks).
+// the real gateway and worker binaries as subprocesses (each as its own
+// uid where iptables and setpriv can be used, through a proxy per service
+// to MySQL and to RabbitMQ), drives a flash sale of a few small SKUs from
+// many concurrent buyers while a nemesis deals faults, one or two at once
+// (nemesis_test.go lists the kinds: processes killed, terminated or
+// paused, broker alarms and closed connections, blackholes, latency and
+// resets between one program and one engine, abusive clients, operator
+// actions), records every request and answer, then lets the pipeline
+// drain, runs `reconciler once`, buys every SKU out and checks the history
+// against MySQL, Redis and the dead letters (checker_test.go lists the
+// checks). A failing run keeps its history as JSON lines in
+// /tmp/surge-faults-failed/<seed>/ (SURGE_FAULTS_FAILED_DIR), which
+// TestReplayHistory checks again with SURGE_FAULTS_HISTORY=<file>.
 //
 //	go test -tags faults -count=1 -v -timeout 20m ./test/faults/
 //
 // SURGE_FAULTS_PROFILE is ci (the default: the reconciler's grace 20s,
-// retry tiers 200ms/1s/3s, the worker's lock TTL 3s, a sale of 60s) or
-// production (surge's defaults: grace 5m, tiers 1s/10s/60s, lock TTL
-// 10s, a sale of 30m; make test-faults-long).
-// SURGE_FAULTS_DURATION (the profile's) is the length of the sale, SURGE_FAULTS_SEED
-// replays a run (the seed is printed at its start), SURGE_FAULTS_RUNS (1)
-// runs several seeds in a row, SURGE_FAULTS_KEEP=1 keeps the temporary
-// directory (logs, history.jsonl) instead of removing it, and
-// SURGE_FAULTS_KINDS (every kind) names the faults to draw from, separated
-// by commas (memory-alarm, close-connections, kill-worker, kill-gateway,
-// pause-mysql, kill-redis-master, pause-redis-master).
+// retry tiers 200ms/1s/3s, the worker's lock TTL 3s, MariaDB paused 20s
+// at most, a sale of 60s) or production (surge's defaults: grace 5m, tiers
+// 1s/10s/60s, lock TTL 10s, MariaDB paused up to 90s, a sale of 30m; make
+// test-faults-long). SURGE_FAULTS_DURATION (the profile's) is the length
+// of the sale, SURGE_FAULTS_SEED replays a run (the seed is printed at its
+// start), SURGE_FAULTS_RUNS (1) runs several seeds in a row,
+// SURGE_FAULTS_KEEP=1 keeps the temporary directory (logs, history.jsonl)
+// instead of removing it, and SURGE_FAULTS_KINDS (every kind) names the
+// faults to draw from, separated by commas.
 package faults
 
 import (
