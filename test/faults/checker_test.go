@@ -122,9 +122,9 @@ func (c *checker) opOf(id string) int {
 
 // checkOrder runs checks 2 to 5 for one order.
 func (c *checker) checkOrder(i int, o *op) {
-	end := c.e.order(o.id)
-	if o.id == "" {
-		end = &orderEnd{} // no trace of it anywhere: not in MySQL, parked or reserved
+	end := &orderEnd{} // no id: no trace of it anywhere, not in MySQL, parked or reserved
+	if o.id != "" {
+		end = c.e.order(o.id)
 	}
 	invoiced := end.invoices > 0 || end.status == "invoiced"
 	if o.id != "" {

@@ -147,7 +147,10 @@ func (c *checker) describe(v violation, faults []*fault) string {
 		}
 		b.WriteString(";")
 	}
-	end := c.e.order(o.id)
+	end := &orderEnd{}
+	if o.id != "" {
+		end = c.e.order(o.id)
+	}
 	fmt.Fprintf(&b, "\n      end: mysql row=%v status=%q reason=%q invoices=%d; redis state=%q reserved=%d; dead letter=%q",
 		end.row, end.status, end.reason, end.invoices, end.state, end.resv, end.dead)
 	var around []string
