@@ -20,7 +20,7 @@ import (
 //	3 every order answered 202 ends invoiced; the one exception is the compensation (rejected,
 //	  reason sold_out_after_acceptance) in a run whose faults could lose Redis writes (a Redis
 //	  master killed, paused or cut off), counted apart
-//	4 an order answered "not taken" (400, 404, 409, 413, 422, 429, 503 unavailable) is never
+//	4 an order answered "not taken" (any 4xx: 400, 404, 409, 413, 422, 429; 503 unavailable) is never
 //	  invoiced, never parked in the dead letters, and holds no reservation at the end
 //	5 same-key retries agree: an unknown outcome (503 outcome_unknown, a transport error) ends
 //	  settled (invoiced or rejected, or absent with no reservation left); a later "not taken" to

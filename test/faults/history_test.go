@@ -73,15 +73,13 @@ const (
 )
 
 func (a attempt) outcome() outcome {
-	switch a.Status {
-	case http.StatusAccepted:
+	switch {
+	case a.Status == http.StatusAccepted:
 		return accepted
-	case 400, 404, 409, 413, 422, 429:
+	case a.Status >= 400 && a.Status < 500: // 400, 404, 409, 413, 422, 429, ...: every 4xx says "not taken"
 		return refused
-	case http.StatusServiceUnavailable:
-		if a.Code == "unavailable" {
-			return refused
-		}
+	case a.Status == http.StatusServiceUnavailable && a.Code == "unavailable":
+		return refused
 	}
 	return unknown
 }
