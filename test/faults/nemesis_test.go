@@ -111,7 +111,7 @@ type nemesis struct {
 	rng  *rand.Rand
 	dur  time.Duration
 	logf func(format string, args ...any)
-	// kinds are the faults to draw from (faultKinds when empty); deck is
+	// kinds are the faults to draw from (dealable ones); deck is
 	// what is left of their current shuffle.
 	kinds, deck []faultKind
 	// lockTTL is the workers' lock TTL, maxMySQLPause the longest
