@@ -160,7 +160,7 @@ func (c *checker) checkRun() {
 		}
 	}
 	for _, d := range c.h.deaths {
-		if !d.Asked {
+		if !d.Asked && !d.AtStart {
 			c.add("F", "", -1, "%s died unasked at +%.1fs (%s)", d.Name, d.At.Seconds(), d.Exit)
 		}
 	}

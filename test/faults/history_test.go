@@ -141,12 +141,15 @@ func (r restock) String() string {
 }
 
 // death is a program that exited; Asked tells whether the test meant it
-// (a kill, a SIGTERM, the stop at the end).
+// (a kill, a SIGTERM, the stop at the end), AtStart that it exited with
+// an error before it was up (an engine it could not reach at start) and
+// was started again a second later, as a supervisor does.
 type death struct {
-	Name  string        `json:"name"`
-	At    time.Duration `json:"at"`
-	Asked bool          `json:"asked"`
-	Exit  string        `json:"exit"`
+	Name    string        `json:"name"`
+	At      time.Duration `json:"at"`
+	Asked   bool          `json:"asked"`
+	AtStart bool          `json:"at_start,omitempty"`
+	Exit    string        `json:"exit"`
 }
 
 func newHistory() *history {

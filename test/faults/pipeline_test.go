@@ -119,6 +119,9 @@ func (p *pipeline) addGateway(i int) {
 	p.adminURLs = append(p.adminURLs, fmt.Sprintf("http://127.0.0.1:%d", adminPort))
 }
 
+// upMessage is the log message a program writes once it is up.
+var upMessage = map[string]string{"gateway": `"msg":"gateway listening"`, "worker": `"msg":"worker consuming"`}
+
 // startProxies puts a proxy between each service and MySQL, and between
 // each service and RabbitMQ.
 func (p *pipeline) startProxies(dsn string) {
@@ -142,7 +145,7 @@ func (p *pipeline) newProc(name, program string) *proc {
 	env = append(env, "SURGE_MYSQL_DSN="+strings.Replace(p.eng.db.dsn(p.dbName), fmt.Sprintf(":%d)", p.eng.db.port),
 		fmt.Sprintf(":%d)", proxyPort(p.dbProxy[program])), 1),
 		fmt.Sprintf("SURGE_AMQP_URL=amqp://guest:guest@%s/", p.mqProxy[program].Addr()))
-	return &proc{name: name, program: program, bin: filepath.Join(bins, program), env: env,
+	return &proc{name: name, program: program, up: upMessage[program], bin: filepath.Join(bins, program), env: env,
 		log: filepath.Join(p.dir, name+".log"), onExit: func(d death) {
 			d.At = p.h.since()
 			p.h.noteDeath(d)
@@ -173,10 +176,20 @@ func (p *pipeline) stop() {
 }
 
 // ensureRunning restarts any program that is not running and says so: a
-// program the nemesis ended is restarted by the nemesis itself, so one
-// found dead here died unasked (the history has its death) or failed to
-// restart.
+// program the nemesis ended is restarted by the nemesis itself, and one
+// that failed to start by its supervisor, so one found dead here died
+// unasked (the history has its death) or could not start again.
 func (p *pipeline) ensureRunning() error {
+	// A program that failed to start is started again after a second:
+	// give the healed engines' programs a moment to be up.
+	_ = waitUntil(10*time.Second, 200*time.Millisecond, func() error {
+		for _, pr := range p.procs() {
+			if !pr.running() {
+				return fmt.Errorf("%s not running", pr.name)
+			}
+		}
+		return nil
+	})
 	var dead []string
 	for _, pr := range p.procs() {
 		if pr.running() {

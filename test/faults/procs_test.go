@@ -26,12 +26,20 @@ type proc struct {
 
 	// onExit hears of every exit, asked (a signal the test sent) or not.
 	onExit func(death)
+	// up is the log message a run writes once it is up ("gateway
+	// listening"). A run that exits with an error before writing it failed
+	// to start (an engine it could not reach at start): as under the
+	// fleet's supervisor, an init system or Kubernetes, it is started again
+	// after a second, and the exit is recorded as a start failure.
+	up string
 
-	mu    sync.Mutex
-	cmd   *exec.Cmd
-	done  chan struct{}
-	runs  int
-	asked bool // the test signalled the running process to end
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	runs    int
+	asked   bool  // the test signalled the running process to end
+	from    int64 // the log's size when the last run started
+	stopped bool  // stop was called: no supervisor restart
 }
 
 // start runs the program unless it is running.
@@ -46,6 +54,9 @@ func (p *proc) start() error {
 		return err
 	}
 	p.runs++
+	if st, err := f.Stat(); err == nil {
+		p.from = st.Size()
+	}
 	fmt.Fprintf(f, "=== faults: start %s (run %d) at %s\n", p.name, p.runs, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(p.bin, p.args...)
 	if p.uid != 0 {
@@ -68,16 +79,43 @@ func (p *proc) wait(cmd *exec.Cmd, f *os.File, done chan struct{}) {
 	err := cmd.Wait()
 	f.Close()
 	p.mu.Lock()
-	asked := p.asked
+	asked, from, stopped := p.asked, p.from, p.stopped
 	p.mu.Unlock()
 	exit := "exit 0"
 	if err != nil {
 		exit = err.Error()
 	}
+	d := death{Name: p.name, Asked: asked, Exit: exit}
+	if !asked && err != nil && p.up != "" && !logHas(p.log, from, p.up) {
+		d.AtStart, d.Exit = true, exit+": "+lastLine(p.log)
+	}
 	if p.onExit != nil {
-		p.onExit(death{Name: p.name, Asked: asked, Exit: exit})
+		p.onExit(d)
 	}
 	close(done)
+	if d.AtStart && !stopped {
+		time.Sleep(time.Second)
+		p.mu.Lock()
+		stopped = p.stopped
+		p.mu.Unlock()
+		if !stopped {
+			_ = p.start()
+		}
+	}
+}
+
+// logHas tells whether the log holds s past offset from.
+func logHas(path string, from int64, s string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil || int64(len(b)) < from {
+		return false
+	}
+	return strings.Contains(string(b[from:]), s)
+}
+
+// lastLine is the last line of the log.
+func lastLine(path string) string {
+	return tailFile(path, 1)
 }
 
 // running tells whether the last start is still running.
@@ -122,8 +160,12 @@ func (p *proc) terminate(timeout time.Duration) error {
 	return p.end(syscall.SIGTERM, timeout)
 }
 
-// stop asks the program to shut down (SIGTERM), then kills it after 15s.
+// stop asks the program to shut down (SIGTERM), then kills it after 15s;
+// it is not started again.
 func (p *proc) stop() {
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
 	if p.terminate(15*time.Second) != nil {
 		_ = p.kill()
 	}

@@ -232,6 +232,10 @@ func replayCases() []replayCase {
 		{name: "a worker died unasked", want: []string{"F"}, edit: func(_ *runInfo, h *history, _ *endState) {
 			h.deaths = append(h.deaths, death{Name: "worker1", At: sec(3), Exit: "signal: segmentation fault"})
 		}},
+		{name: "a worker that failed to start was started again", edit: func(_ *runInfo, h *history, _ *endState) {
+			h.deaths = append(h.deaths, death{Name: "worker1", At: sec(3), AtStart: true,
+				Exit: "exit status 1: worker: redis cluster: load script on 127.0.0.1:7201: i/o timeout"})
+		}},
 		{name: "faults that met no sale", want: []string{"F"}, edit: func(ri *runInfo, _ *history, _ *endState) {
 			ri.Faults[0].Start, ri.Faults[0].End = sec(20), sec(21)
 		}},

@@ -66,7 +66,12 @@ func summarize(t *testing.T, h *history, e *endState, skus []string, faults []*f
 	}
 	t.Logf("restocks: %s", strings.Join(restocks, "; "))
 	for _, d := range h.deaths {
-		t.Logf("exit: %s at +%.1fs, asked %v: %s", d.Name, d.At.Seconds(), d.Asked, d.Exit)
+		switch {
+		case d.AtStart:
+			t.Logf("exit: %s at +%.1fs failed to start, started again after 1s: %s", d.Name, d.At.Seconds(), d.Exit)
+		default:
+			t.Logf("exit: %s at +%.1fs, asked %v: %s", d.Name, d.At.Seconds(), d.Asked, d.Exit)
+		}
 	}
 	t.Logf("status polls: %d orders seen; failed polls: %s", len(h.polls), countLine(h.pollErrs))
 	t.Logf("dead letters: %d; reconciler once exit codes: %v; run took %s end to end", dead, reconciles, took.Round(time.Second))
