@@ -179,14 +179,14 @@ func (c *checker) checkRun() {
 	}
 	if sent == 0 || ok == 0 {
 		c.add("F", "", -1, "while faults were active (each to %s after its end) %d orders were sent and %d answered 202: "+
-			"the faults met no sale", faultAfterset, sent, ok)
+			"the faults met no sale", faultAftermath, sent, ok)
 	}
 }
 
 // duringFault tells whether t falls in a fault's window.
 func (c *checker) duringFault(t time.Duration) bool {
 	for _, f := range c.ri.Faults {
-		if t >= f.Start && t <= f.End+faultAfterset {
+		if t >= f.Start && t <= f.End+faultAftermath {
 			return true
 		}
 	}

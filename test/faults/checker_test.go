@@ -40,10 +40,10 @@ import (
 // Each check counts the samples it judged; a check with fewer than its
 // minimum fails the run (check "min"), since it then proved nothing.
 const (
-	soldOutBound  = 200 * time.Millisecond // README: twice SURGE_SOLD_OUT_HINT_TTL
-	sampleGap     = 100 * time.Millisecond // the longest gap between samples a judged window may have
-	compensation  = "sold_out_after_acceptance"
-	faultAfterset = 2 * time.Second // a fault's window runs on this long after its end
+	soldOutBound   = 200 * time.Millisecond // README: twice SURGE_SOLD_OUT_HINT_TTL
+	sampleGap      = 100 * time.Millisecond // the longest gap between samples a judged window may have
+	compensation   = "sold_out_after_acceptance"
+	faultAftermath = 2 * time.Second // a fault's window runs on this long after its end
 )
 
 // checkMinimums are the fewest samples per check for a run to mean
