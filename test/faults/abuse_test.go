@@ -83,11 +83,14 @@ func (n *nemesis) crowd(ctx context.Context, f *fault) error {
 	return nil
 }
 
-// restockDown is an operator lowering a SKU's stock by 1-6 units through
-// the admin API, no more than the last sample showed unsold: taken (200),
+// restockDown is an operator lowering the stock of the SKU with the most
+// units left by 1-6 units through the admin API, no more than the last
+// sample showed unsold: taken (200),
 // or refused because the units were sold or reserved meanwhile (409);
 // either answer is the action's effect.
 func (n *nemesis) restockDown(f *fault) error {
+	f.sku = n.w.highestSKU()
+	f.target = f.sku
 	down := 1 + f.n%6
 	if avail := n.w.lastAvail(f.sku); avail > 0 {
 		down = min(down, avail)
@@ -149,6 +152,17 @@ func (w *workload) lowestSKU() string {
 		}
 		if a := s[len(s)-1].Avail; fewest < 0 || a < fewest {
 			best, fewest = sku, a
+		}
+	}
+	return best
+}
+
+// highestSKU is the SKU whose last sample showed the most units.
+func (w *workload) highestSKU() string {
+	best, most := w.skus[0], -1
+	for _, sku := range w.skus {
+		if a := w.lastAvail(sku); a > most {
+			best, most = sku, a
 		}
 	}
 	return best
