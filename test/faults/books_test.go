@@ -84,6 +84,7 @@ func (c *checker) checkRedis(sku string) {
 // checkSoldOutAnswers is check 7b, on every attempt answered 409 sold_out
 // but the retries that repeat their op's earlier 409.
 func (c *checker) checkSoldOutAnswers() {
+	c.undos = c.undoAttempts()
 	for i, o := range c.h.ops {
 		repeat := false
 		for _, ai := range o.attempts {
@@ -105,7 +106,8 @@ func (c *checker) checkSoldOutAnswers() {
 // samples that all held enough, the last one read after the answer, show
 // that units were there the whole window. A window the samples do not
 // cover (a gap longer than sampleGap, or none read after the answer) is
-// not judged.
+// not judged, nor one during which another request for the SKU may have
+// reserved the units and given them back (counted as 7b-unprovable).
 func (c *checker) judgeSoldOut(i int, o *op, a attempt) {
 	from, to := a.Done-soldOutBound, a.Done+sampleGap
 	var in []sample
@@ -115,6 +117,10 @@ func (c *checker) judgeSoldOut(i int, o *op, a attempt) {
 		}
 	}
 	if !covers(in, from, to) || in[len(in)-1].At < a.Done {
+		return
+	}
+	if c.undoDuring(o.sku, from, a.Done) {
+		c.judged["7b-unprovable"]++
 		return
 	}
 	c.judged["7b"]++
@@ -129,6 +135,32 @@ func (c *checker) judgeSoldOut(i int, o *op, a attempt) {
 	}
 	c.add("7b", o.sku, i, "attempt %d answered 409 sold_out at +%.3fs while Redis held at least %d units in all %d samples "+
 		"from %s before it to after it: %s", a.N+1, a.Done.Seconds(), o.qty, len(in), soldOutBound, strings.Join(avails, " "))
+}
+
+// undoAttempts are, per SKU, the attempts that may have reserved units
+// and given them back (answered 503 unavailable or outcome_unknown, 5xx,
+// or no answer): while one is in flight, avail can fall to 0 and come back
+// between two samples, and a 409 then is true.
+func (c *checker) undoAttempts() map[string][]attempt {
+	m := map[string][]attempt{}
+	for _, a := range c.h.attempts {
+		if a.Status == 0 || a.Status >= 500 {
+			sku := c.h.ops[a.Op].sku
+			m[sku] = append(m[sku], a)
+		}
+	}
+	return m
+}
+
+// undoDuring tells whether such an attempt on sku was in flight in
+// [from, to].
+func (c *checker) undoDuring(sku string, from, to time.Duration) bool {
+	for _, a := range c.undos[sku] {
+		if a.Done >= from && a.Sent <= to {
+			return true
+		}
+	}
+	return false
 }
 
 // covers tells whether samples (in time order) leave no gap longer than

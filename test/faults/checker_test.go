@@ -31,8 +31,9 @@ import (
 //	  unit is sold (MySQL sold == stock)
 //	7b every 409 sold_out (any attempt, but a retry repeating its op's earlier 409) comes from a
 //	  sighting at most 200 ms old: Redis's avail, sampled every 50 ms, was short of the order's
-//	  quantity at least once from 200 ms before its answer to its answer (judged only where the
-//	  samples cover that window)
+//	  quantity at least once from 200 ms before its answer to a sample after it (judged only
+//	  where the samples cover that window and no other request for the SKU that may have
+//	  reserved and undone, a 503 or no answer, was in flight in it)
 //	8 a status poll that saw an order invoiced or rejected agrees with its end state
 //	F the run tested something: every fault was dealt without error and took effect, no program
 //	  died unasked, orders were placed and answered 202 while faults were active
@@ -67,6 +68,7 @@ type checker struct {
 	vs     []violation
 	excuse []violation // 202s compensated, the documented exception
 	judged map[string]int
+	undos  map[string][]attempt // per SKU, attempts that may have reserved and undone (check 7b)
 }
 
 func (c *checker) add(check, sku string, op int, format string, args ...any) {

@@ -183,6 +183,15 @@ func replayCases() []replayCase {
 				}
 			}
 		}},
+		{name: "a 409 sold_out while another buyer held the last unit and gave it back", edit: func(ri *runInfo, h *history, _ *endState) {
+			ri.Min["7b"] = 0 // the one 409 cannot be judged
+			for i := range h.samples["s"] {
+				if s := &h.samples["s"][i]; s.At >= sec(4.7) && s.At <= sec(5.1) {
+					s.Avail = 1
+				}
+			}
+			addOp(h, "patient", "undone", "s", 1, attempt{Sent: sec(4.95), Done: sec(4.97), Status: 503, Code: "unavailable"})
+		}},
 		{name: "a stale 409 sold_out on a retry", want: []string{"7b"}, edit: func(_ *runInfo, h *history, _ *endState) {
 			o := opNamed(h, "late")
 			first := &h.attempts[o.attempts[0]]
