@@ -111,8 +111,14 @@ func (c *checker) checkSoldOutAnswers() {
 func (c *checker) judgeSoldOut(i int, o *op, a attempt) {
 	from, to := a.Done-soldOutBound, a.Done+sampleGap
 	var in []sample
-	for _, s := range c.h.samples[o.sku] {
-		if s.Done >= from && s.At <= to {
+	// Samples are taken in time order, each read within a second.
+	all := c.h.samples[o.sku]
+	k := sort.Search(len(all), func(k int) bool { return all[k].At >= from-time.Second })
+	for _, s := range all[k:] {
+		if s.At > to {
+			break
+		}
+		if s.Done >= from {
 			in = append(in, s)
 		}
 	}

@@ -205,8 +205,6 @@ func (n *nemesis) draw() *fault {
 		f.target = []string{"gateway", "worker"}[target%2]
 	case hammerBurst, crowdSoldOut:
 		f.hold = between(3, 5)
-	case restockDown:
-		f.target = f.sku
 	}
 	return f
 }
