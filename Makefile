@@ -9,7 +9,11 @@
 #   make test-alerts the alert rules' unit tests (promtool test rules deploy/alerts_test.yml)
 #   make test-faults the randomized fault test (build tag `faults`): private engines, the real
 #                    binaries, a sale under random faults, its history checked against the
-#                    promise to buyers; SURGE_FAULTS_SEED replays a run, SURGE_FAULTS_RUNS=n
+#                    promise to buyers; SURGE_FAULTS_SEED replays a run, SURGE_FAULTS_RUNS=n;
+#                    shortened grace (20 s), retry tiers and lock TTL, a 60 s sale (CI runs it)
+#   make test-faults-long  the same with production settings (SURGE_FAULTS_PROFILE=production:
+#                    grace 5 min, retry tiers 1 s/10 s/60 s, lock TTL 10 s) for a 30 minute
+#                    sale; not run by CI (about 40 minutes)
 #   make test-fleet  the fleet on one machine (deploy/fleet.sh: hosts as network namespaces,
 #                    HAProxy, a three-node RabbitMQ, Redis masters on three hosts; root) and
 #                    the scenario tests behind the `fleet` build tag; the fleet is brought
@@ -46,7 +50,7 @@ FOREMAN_PID := $(VAR)/foreman.pid
 FOREMAN_LOG := $(VAR)/log/foreman.log
 
 .PHONY: build up down deps engines migrate users procs-start procs-stop test test-chaos test-alerts chaos test-faults test-fleet bench bench-go smoke \
-	image test-image test-deploy fmt vet status clean
+	image test-image test-deploy fmt vet status clean test-faults-long
 
 # build compiles every services/<name> main package into bin/<name>, and the tooling's
 # commands (tools/cmd/<name>, its own module) beside them.
@@ -164,10 +168,16 @@ chaos:
 
 # test-faults starts its own Redis Cluster (ports from 7200), MariaDB and RabbitMQ node, so it
 # needs the packages, not the shared engines; each run lasts SURGE_FAULTS_DURATION (60s) of sale
-# plus about 40s of drain and checks.
+# plus about a minute of drain, grace and checks. Blackholes need root, iptables and setpriv.
 FAULTS_TIMEOUT ?= 20m
 test-faults:
 	$(GO) test -tags faults -count=1 -v -timeout $(FAULTS_TIMEOUT) ./test/faults/
+
+# test-faults-long: production settings for a 30 minute sale (the reconciler's 5 minute grace
+# after it); SURGE_FAULTS_DURATION and SURGE_FAULTS_SEED apply as for test-faults.
+FAULTS_LONG_TIMEOUT ?= 60m
+test-faults-long:
+	SURGE_FAULTS_PROFILE=production $(GO) test -tags faults -count=1 -v -timeout $(FAULTS_LONG_TIMEOUT) -run TestFaults ./test/faults/
 
 # test-fleet runs from a stopped machine state and leaves nothing behind: `down` first (a
 # fleet left by an interrupted run), up, the tests one at a time (each breaks the fleet and

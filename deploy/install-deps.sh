@@ -4,7 +4,8 @@
 # Chromium (headless, for the checkout page's browser tests in test/browser), HAProxy (the load
 # balancer of deploy/fleet.sh) and promtool (Debian ships it in the prometheus package; make
 # test-alerts runs deploy/alerts_test.yml with it; on a machine with systemd the package also
-# enables a Prometheus server on :9090).
+# enables a Prometheus server on :9090), iptables and setpriv (make test-faults cuts one program's
+# links to an engine with iptables rules matching the uid setpriv runs it as).
 # Go is not installed here: the script only checks that it is present and new enough.
 #
 #   deploy/install-deps.sh           what `make up` and the tests need
@@ -30,7 +31,9 @@ foreman ruby-foreman
 curl curl
 chromium chromium
 promtool prometheus
-haproxy haproxy"
+haproxy haproxy
+iptables iptables
+setpriv util-linux"
 
 if [[ "${1:-}" == buildah ]]; then needed="buildah buildah"; fi
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Proxy is a TCP proxy to a real engine that a test can cut and restore,
@@ -22,6 +23,8 @@ type Proxy struct {
 	stalled chan struct{} // non-nil while replies are held back
 	hold    []byte        // non-nil while requests containing it are held
 	held    []*link       // connections holding requests until Deliver
+	delay   time.Duration // added to every chunk, each way, while set
+	delayed int           // chunks delayed so far
 }
 
 // link is one proxied connection: the client's end, the engine's, and
@@ -99,6 +102,51 @@ func (p *Proxy) waitUnstalled() {
 	}
 }
 
+// SetDelay adds d to every chunk the proxy forwards, each way, until
+// SetDelay(0): an added latency that keeps the connections open.
+func (p *Proxy) SetDelay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
+}
+
+// Delayed is the number of chunks delayed so far.
+func (p *Proxy) Delayed() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.delayed
+}
+
+// wait sleeps for the delay set, if any, before a chunk goes on.
+func (p *Proxy) wait() {
+	p.mu.Lock()
+	d := p.delay
+	if d > 0 {
+		p.delayed++
+	}
+	p.mu.Unlock()
+	if d > 0 {
+		time.Sleep(d)
+	}
+}
+
+// Reset resets every open connection, both ends (RST, not FIN: SO_LINGER
+// 0), and returns how many links it reset; new connections pass as before.
+func (p *Proxy) Reset() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for c := range p.conns {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+		_ = c.Close()
+		n++
+	}
+	p.conns = map[net.Conn]struct{}{}
+	return n / 2
+}
+
 // Restore lets connections through again.
 func (p *Proxy) Restore() {
 	p.mu.Lock()
@@ -140,6 +188,7 @@ func (p *Proxy) serve(c net.Conn) {
 		n, err := up.Read(buf)
 		if n > 0 {
 			p.waitUnstalled()
+			p.wait()
 			l.mu.Lock()
 			if l.delivered {
 				l.answer()
@@ -158,6 +207,15 @@ func (p *Proxy) serve(c net.Conn) {
 	}
 	l.answer()
 	_ = c.Close()
+	p.untrack(c, up)
+}
+
+// untrack forgets a finished link's two ends.
+func (p *Proxy) untrack(a, b net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.conns, a)
+	delete(p.conns, b)
 }
 
 // forward copies what the client sends to the engine, except what Hold
@@ -168,6 +226,9 @@ func (p *Proxy) forward(l *link) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := l.c.Read(buf)
+		if n > 0 {
+			p.wait()
+		}
 		if n > 0 && !p.keep(l, buf[:n]) {
 			if _, werr := l.up.Write(buf[:n]); werr != nil {
 				break

@@ -21,7 +21,11 @@ type engines struct {
 	redis *privateCluster
 	db    *privateMariaDB
 	mq    *privateRabbit
+	fw    *firewall // nil when blackholes cannot be dealt here (firewallErr says why)
 }
+
+// firewallErr is why no firewall could be set up.
+var firewallErr error
 
 // quietRedis drops go-redis's own log lines (one per failed dial while a
 // node is dead).
@@ -40,6 +44,11 @@ func startEngines(t *testing.T, keep bool) *engines {
 	}
 	e := &engines{dir: dir}
 	t.Cleanup(func() { e.stop(t, keep) })
+	if e.fw, firewallErr = newFirewall(); firewallErr == nil {
+		if err := os.Chmod(bins, 0o755); err != nil { // the programs run as their own uids
+			t.Fatal(err)
+		}
+	}
 	start := time.Now()
 	errc := make(chan error, 3)
 	go func() { c, err := startPrivateCluster(dir); e.redis = c; errc <- wrap("redis cluster", err) }()
@@ -67,6 +76,9 @@ func wrap(what string, err error) error {
 }
 
 func (e *engines) stop(t *testing.T, keep bool) {
+	if e.fw != nil {
+		e.fw.close()
+	}
 	if e.mq != nil {
 		e.mq.stop()
 	}
@@ -88,6 +100,11 @@ func (e *engines) stop(t *testing.T, keep bool) {
 func (e *engines) heal() error {
 	e.db.resume()
 	var errs []string
+	if e.fw != nil {
+		if err := e.fw.healAll(); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
 	if err := e.mq.clearAlarm(); err != nil {
 		errs = append(errs, err.Error())
 	}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 )
@@ -74,15 +73,13 @@ const (
 )
 
 func (a attempt) outcome() outcome {
-	switch a.Status {
-	case http.StatusAccepted:
+	switch {
+	case a.Status == http.StatusAccepted:
 		return accepted
-	case 400, 404, 409, 413, 422, 429:
+	case a.Status >= 400 && a.Status < 500: // 400, 404, 409, 413, 422, 429, ...: every 4xx says "not taken"
 		return refused
-	case http.StatusServiceUnavailable:
-		if a.Code == "unavailable" {
-			return refused
-		}
+	case a.Status == http.StatusServiceUnavailable && a.Code == "unavailable":
+		return refused
 	}
 	return unknown
 }
@@ -109,14 +106,50 @@ type history struct {
 	attempts []attempt
 	polls    map[string]map[string]bool // order id -> statuses seen by GET
 	pollErrs map[string]int             // poll answers that were not 200, by answer
-	restocks []string
+	restocks []restock
 	samples  map[string][]sample // sku -> avail in Redis over time
+	deaths   []death             // programs that exited, asked or not
 }
 
-// sample is Redis's avail of a SKU at a moment of the sale.
+// sample is Redis's avail of a SKU, read by a GET sent at At and answered
+// at Done (the read happened in between).
 type sample struct {
-	at    time.Duration
-	avail int
+	At    time.Duration `json:"at"`
+	Done  time.Duration `json:"done"`
+	Avail int           `json:"avail"`
+}
+
+// restock is one stock change the test asked for (admin API or opsctl):
+// Status 200 set the stock to Target, 409 changed nothing, anything else
+// (0: no answer) may have set it or not.
+type restock struct {
+	At     time.Duration `json:"at"`
+	Done   time.Duration `json:"done"`
+	SKU    string        `json:"sku"`
+	Target int           `json:"target"`
+	Via    string        `json:"via"`
+	Status int           `json:"status"`
+	Err    string        `json:"err,omitempty"`
+}
+
+func (r restock) String() string {
+	s := fmt.Sprintf("+%.1fs %s to %d via %s: %d", r.At.Seconds(), r.SKU, r.Target, r.Via, r.Status)
+	if r.Err != "" {
+		s += " " + r.Err
+	}
+	return s
+}
+
+// death is a program that exited; Asked tells whether the test meant it
+// (a kill, a SIGTERM, the stop at the end), AtStart that it exited with
+// an error before it was up (an engine it could not reach at start) and
+// was started again a second later, as a supervisor does.
+type death struct {
+	Name    string        `json:"name"`
+	At      time.Duration `json:"at"`
+	Asked   bool          `json:"asked"`
+	AtStart bool          `json:"at_start,omitempty"`
+	Exit    string        `json:"exit"`
 }
 
 func newHistory() *history {
@@ -210,34 +243,31 @@ func (h *history) notePoll(id, answer string, ok bool) {
 		h.pollErrs[answer]++
 		return
 	}
+	h.notePollLocked(id, answer)
+}
+
+// notePollLocked notes a status a poll saw; h.mu is held.
+func (h *history) notePollLocked(id, status string) {
 	if h.polls[id] == nil {
 		h.polls[id] = map[string]bool{}
 	}
-	h.polls[id][answer] = true
+	h.polls[id][status] = true
 }
 
-func (h *history) noteRestock(line string) {
+func (h *history) noteRestock(r restock) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.restocks = append(h.restocks, line)
+	h.restocks = append(h.restocks, r)
+}
+
+func (h *history) noteDeath(d death) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.deaths = append(h.deaths, d)
 }
 
 func (h *history) noteSample(sku string, s sample) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.samples[sku] = append(h.samples[sku], s)
-}
-
-// save writes every attempt as one JSON line, with its op, to path.
-func (h *history) save(path string) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	for _, a := range h.attempts {
-		o := h.ops[a.Op]
-		_ = enc.Encode(map[string]any{"kind": o.kind, "customer": o.customer, "key": o.key, "sku": o.sku,
-			"qty": o.qty, "id": o.id, "attempt": a})
-	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
 }

@@ -22,19 +22,32 @@ func (w *workload) restocker(ctx context.Context, dur time.Duration) {
 			return
 		}
 		sku := w.skus[rng.IntN(len(w.skus))]
-		w.mu.Lock()
-		w.stock[sku] += 3 + rng.IntN(10)
-		target := w.stock[sku]
-		w.mu.Unlock()
-		gw := rng.IntN(len(w.p.urls))
-		at := w.h.since()
-		status, err := w.p.putStock(context.Background(), gw, sku, target)
-		line := fmt.Sprintf("+%.1fs restock %s to %d via gateway%d: %d", at.Seconds(), sku, target, gw, status)
-		if err != nil {
-			line = fmt.Sprintf("+%.1fs restock %s to %d via gateway%d: %v", at.Seconds(), sku, target, gw, err)
-		}
-		w.h.noteRestock(line)
+		w.restock(sku, 3+rng.IntN(10), rng.IntN(len(w.p.urls)))
 	}
+}
+
+// restock changes sku's stock by delta (down when negative) through
+// gateway gw's admin API, one restock at a time, and records it. The
+// stock the test keeps for the SKU follows only a restock answered 200.
+func (w *workload) restock(sku string, delta, gw int) restock {
+	w.restockMu.Lock()
+	defer w.restockMu.Unlock()
+	w.mu.Lock()
+	target := max(w.stock[sku]+delta, 0)
+	w.mu.Unlock()
+	r := restock{At: w.h.since(), SKU: sku, Target: target, Via: fmt.Sprintf("gateway%d admin API", gw)}
+	status, err := w.p.putStock(context.Background(), gw, sku, target)
+	r.Done, r.Status = w.h.since(), status
+	if err != nil {
+		r.Err = err.Error()
+	}
+	if status == http.StatusOK {
+		w.mu.Lock()
+		w.stock[sku] = target
+		w.mu.Unlock()
+	}
+	w.h.noteRestock(r)
+	return r
 }
 
 // poller reads the status of orders answered 202, as a checkout page
@@ -78,7 +91,7 @@ func (w *workload) sampler(ctx context.Context) {
 			n, err := w.p.rdb.Get(rctx, "{sku:"+sku+"}:avail").Int()
 			cancel()
 			if err == nil {
-				w.h.noteSample(sku, sample{at: at, avail: n})
+				w.h.noteSample(sku, sample{At: at, Done: w.h.since(), Avail: n})
 			}
 		}
 		sleep(ctx, 50*time.Millisecond)

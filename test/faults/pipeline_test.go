@@ -7,22 +7,25 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"surge/internal/testenv"
 )
 
 const (
-	adminToken    = "faults-admin"
-	nGateways     = 2
-	nWorkers      = 2
-	reconcileWait = 20 * time.Second // SURGE_RECONCILE_GRACE of every program
+	adminToken = "faults-admin"
+	nGateways  = 2
+	nWorkers   = 2
 )
 
 // pipeline is one run's gateways and workers on the private engines, with
@@ -32,6 +35,7 @@ type pipeline struct {
 	eng      *engines
 	dir      string
 	prefix   string // exchange and queue names start with it
+	dbName   string
 	env      []string
 	gateways []*proc
 	workers  []*proc
@@ -40,23 +44,29 @@ type pipeline struct {
 	adminURLs []string
 	rdb       *redis.ClusterClient
 	db        *sql.DB
+	h         *history
+	// dbProxy and mqProxy carry each service's links to MySQL and
+	// RabbitMQ (by program: gateway, worker), for latency and resets.
+	dbProxy, mqProxy map[string]*testenv.Proxy
 }
 
-func startPipeline(t *testing.T, eng *engines, run int) *pipeline {
+func startPipeline(t *testing.T, eng *engines, run int, h *history, pr profile) *pipeline {
 	t.Helper()
 	p := &pipeline{t: t, eng: eng, dir: filepath.Join(eng.dir, fmt.Sprintf("run%d", run)),
-		prefix: fmt.Sprintf("faults%d", run)}
+		prefix: fmt.Sprintf("faults%d", run), h: h}
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dsn := eng.db.dsn(fmt.Sprintf("surge_run%d", run))
+	p.dbName = fmt.Sprintf("surge_run%d", run)
+	dsn := eng.db.dsn(p.dbName)
 	p.env = append(baseEnv(),
 		"SURGE_REDIS_ADDRS="+strings.Join(eng.redis.Addrs(), ","), "SURGE_REDIS_PASSWORD="+eng.redis.Password,
 		"SURGE_REDIS_POOL_SIZE=16", "SURGE_AMQP_URL="+eng.mq.url(),
 		"SURGE_AMQP_EXCHANGE="+p.prefix, "SURGE_AMQP_QUEUE="+p.prefix+".created",
-		"SURGE_AMQP_DEAD_QUEUE="+p.deadQueue(), "SURGE_AMQP_RETRY_DELAYS=200ms,1s,3s",
+		"SURGE_AMQP_DEAD_QUEUE="+p.deadQueue(), "SURGE_AMQP_RETRY_DELAYS="+pr.tiers,
 		"SURGE_MYSQL_DSN="+dsn, "SURGE_MYSQL_MAX_CONNS=20", "SURGE_ADMIN_TOKEN="+adminToken,
-		"SURGE_WORKER_METRICS_ADDR=", "SURGE_RECONCILE_GRACE="+reconcileWait.String(),
+		"SURGE_WORKER_METRICS_ADDR=", "SURGE_RECONCILE_GRACE="+pr.grace.String(),
+		"SURGE_WORKER_LOCK_TTL="+pr.lockTTL.String(),
 		"SURGE_WORKER_PREFETCH=64", "SURGE_WORKER_CONCURRENCY=16", "SURGE_LOG_LEVEL=info")
 	if out, err := p.command("gateway", "migrate").CombinedOutput(); err != nil {
 		t.Fatalf("gateway migrate: %v\n%s", err, out)
@@ -66,12 +76,18 @@ func startPipeline(t *testing.T, eng *engines, run int) *pipeline {
 		t.Fatal(err)
 	}
 	p.rdb = eng.redis.client()
+	p.startProxies(dsn)
 	t.Cleanup(p.stop)
 	for i := range nGateways {
 		p.addGateway(i)
 	}
 	for i := range nWorkers {
 		p.workers = append(p.workers, p.newProc(fmt.Sprintf("worker%d", i), "worker"))
+	}
+	if eng.fw != nil {
+		for i, pr := range p.procs() {
+			pr.uid = uidBase + i
+		}
 	}
 	for _, pr := range append(append([]*proc{}, p.gateways...), p.workers...) {
 		if err := pr.start(); err != nil {
@@ -103,9 +119,37 @@ func (p *pipeline) addGateway(i int) {
 	p.adminURLs = append(p.adminURLs, fmt.Sprintf("http://127.0.0.1:%d", adminPort))
 }
 
+// upMessage is the log message a program writes once it is up.
+var upMessage = map[string]string{"gateway": `"msg":"gateway listening"`, "worker": `"msg":"worker consuming"`}
+
+// startProxies puts a proxy between each service and MySQL, and between
+// each service and RabbitMQ.
+func (p *pipeline) startProxies(dsn string) {
+	p.dbProxy, p.mqProxy = map[string]*testenv.Proxy{}, map[string]*testenv.Proxy{}
+	for _, svc := range []string{"gateway", "worker"} {
+		p.dbProxy[svc] = testenv.NewProxy(p.t, fmt.Sprintf("127.0.0.1:%d", p.eng.db.port))
+		p.mqProxy[svc] = testenv.NewProxy(p.t, fmt.Sprintf("127.0.0.1:%d", p.eng.mq.port))
+	}
+}
+
+func proxyPort(px *testenv.Proxy) int {
+	_, port, _ := net.SplitHostPort(px.Addr())
+	n, _ := strconv.Atoi(port)
+	return n
+}
+
+// newProc is a program of the pipeline, reaching MySQL and RabbitMQ
+// through its service's proxies.
 func (p *pipeline) newProc(name, program string) *proc {
-	return &proc{name: name, bin: filepath.Join(bins, program), env: append([]string{}, p.env...),
-		log: filepath.Join(p.dir, name+".log")}
+	env := append([]string{}, p.env...)
+	env = append(env, "SURGE_MYSQL_DSN="+strings.Replace(p.eng.db.dsn(p.dbName), fmt.Sprintf(":%d)", p.eng.db.port),
+		fmt.Sprintf(":%d)", proxyPort(p.dbProxy[program])), 1),
+		fmt.Sprintf("SURGE_AMQP_URL=amqp://guest:guest@%s/", p.mqProxy[program].Addr()))
+	return &proc{name: name, program: program, up: upMessage[program], bin: filepath.Join(bins, program), env: env,
+		log: filepath.Join(p.dir, name+".log"), onExit: func(d death) {
+			d.At = p.h.since()
+			p.h.noteDeath(d)
+		}}
 }
 
 func (p *pipeline) command(program string, args ...string) *exec.Cmd {
@@ -131,12 +175,33 @@ func (p *pipeline) stop() {
 	_ = p.rdb.Close()
 }
 
-// ensureRunning restarts any program that is not running.
+// ensureRunning restarts any program that is not running and says so: a
+// program the nemesis ended is restarted by the nemesis itself, and one
+// that failed to start by its supervisor, so one found dead here died
+// unasked (the history has its death) or could not start again.
 func (p *pipeline) ensureRunning() error {
+	// A program that failed to start is started again after a second:
+	// give the healed engines' programs a moment to be up.
+	_ = waitUntil(10*time.Second, 200*time.Millisecond, func() error {
+		for _, pr := range p.procs() {
+			if !pr.running() {
+				return fmt.Errorf("%s not running", pr.name)
+			}
+		}
+		return nil
+	})
+	var dead []string
 	for _, pr := range p.procs() {
+		if pr.running() {
+			continue
+		}
+		dead = append(dead, pr.name)
 		if err := pr.start(); err != nil {
 			return err
 		}
+	}
+	if len(dead) > 0 {
+		return fmt.Errorf("%s not running: restarted, and the run fails", strings.Join(dead, ", "))
 	}
 	return nil
 }

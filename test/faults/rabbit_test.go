@@ -131,10 +131,40 @@ func (r *privateRabbit) clearAlarm() error {
 	})
 }
 
-// closeConnections closes every client connection of the default vhost.
-func (r *privateRabbit) closeConnections() error {
-	_, err := r.ctl(20*time.Second, "close_all_connections", "surge fault test")
-	return err
+// alarmed tells whether the node has raised its memory alarm (the
+// effect of setAlarm), waiting a few seconds for it.
+func (r *privateRabbit) alarmed() (string, error) {
+	err := waitUntil(10*time.Second, 200*time.Millisecond, func() error {
+		out, err := r.ctl(20*time.Second, "eval", "rabbit_alarm:get_alarms().")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "memory") {
+			return fmt.Errorf("no memory alarm raised: %s", strings.TrimSpace(out))
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return "memory alarm raised", nil
+}
+
+// closeConnections closes every client connection of the default vhost
+// and says how many there were; none is an error (nothing was cut).
+func (r *privateRabbit) closeConnections() (string, error) {
+	out, err := r.ctl(20*time.Second, "list_connections", "-q", "--no-table-headers", "pid")
+	if err != nil {
+		return "", err
+	}
+	n := len(strings.Fields(out))
+	if n == 0 {
+		return "", fmt.Errorf("no client connection to close")
+	}
+	if _, err := r.ctl(20*time.Second, "close_all_connections", "surge fault test"); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d connections closed", n), nil
 }
 
 // depths returns, per queue, the messages ready and unacknowledged.

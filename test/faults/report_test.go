@@ -60,7 +60,19 @@ func summarize(t *testing.T, h *history, e *endState, skus []string, faults []*f
 			dead++
 		}
 	}
-	t.Logf("restocks: %s", strings.Join(h.restocks, "; "))
+	restocks := make([]string, len(h.restocks))
+	for i, r := range h.restocks {
+		restocks[i] = r.String()
+	}
+	t.Logf("restocks: %s", strings.Join(restocks, "; "))
+	for _, d := range h.deaths {
+		switch {
+		case d.AtStart:
+			t.Logf("exit: %s at +%.1fs failed to start, started again after 1s: %s", d.Name, d.At.Seconds(), d.Exit)
+		default:
+			t.Logf("exit: %s at +%.1fs, asked %v: %s", d.Name, d.At.Seconds(), d.Asked, d.Exit)
+		}
+	}
 	t.Logf("status polls: %d orders seen; failed polls: %s", len(h.polls), countLine(h.pollErrs))
 	t.Logf("dead letters: %d; reconciler once exit codes: %v; run took %s end to end", dead, reconciles, took.Round(time.Second))
 }
@@ -79,7 +91,8 @@ func countLine[K comparable](m map[K]int) string {
 // the faults around them.
 func reportViolations(t *testing.T, seed int64, c *checker, faults []*fault) {
 	if len(c.excuse) > 0 {
-		t.Logf("202s rejected with a documented failover/compensation reason (check 3's exception): %d", len(c.excuse))
+		t.Logf("202s compensated (%s) in a run that could lose Redis writes (check 3's exception): %d",
+			compensation, len(c.excuse))
 		for _, v := range c.excuse[:min(examplesPerCheck, len(c.excuse))] {
 			t.Logf("  %s", c.describe(v, faults))
 		}
@@ -139,7 +152,10 @@ func (c *checker) describe(v violation, faults []*fault) string {
 		}
 		b.WriteString(";")
 	}
-	end := c.e.order(o.id)
+	end := &orderEnd{}
+	if o.id != "" {
+		end = c.e.order(o.id)
+	}
 	fmt.Fprintf(&b, "\n      end: mysql row=%v status=%q reason=%q invoices=%d; redis state=%q reserved=%d; dead letter=%q",
 		end.row, end.status, end.reason, end.invoices, end.state, end.resv, end.dead)
 	var around []string

@@ -5,8 +5,10 @@ package faults
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -16,32 +18,34 @@ import (
 const nSKUs = 4
 
 // runOnce is one sale under faults with the given seed, then the drain,
-// the reconcile, the mop-up and the checks.
-func runOnce(t *testing.T, eng *engines, run int, seed int64, dur time.Duration, kinds []faultKind) {
+// the reconcile, the mop-up and the checks. A failing run keeps its whole
+// history as JSON lines in failedDir(seed).
+func runOnce(t *testing.T, eng *engines, run int, seed int64, st settings) {
 	began := time.Now()
-	t.Logf("seed %d (replay: SURGE_FAULTS_SEED=%d SURGE_FAULTS_RUNS=1), sale of %s, faults %v", seed, seed, dur, kindsOrAll(kinds))
-	p := startPipeline(t, eng, run)
-	skus, stock := loadSKUs(t, p, rand.New(rand.NewPCG(uint64(seed), 1)), run, seed)
+	t.Logf("seed %d (replay: SURGE_FAULTS_SEED=%d SURGE_FAULTS_RUNS=1), profile %s, sale of %s, faults %v",
+		seed, seed, st.profile.name, st.duration, st.kinds)
 	h := newHistory()
+	p := startPipeline(t, eng, run, h, st.profile)
+	skus, stock := loadSKUs(t, p, rand.New(rand.NewPCG(uint64(seed), 1)), run, seed)
+	ri := &runInfo{Seed: seed, SKUs: skus, Loaded: maps.Clone(stock)}
 	w := newWorkload(p, h, skus, stock, run, seed)
-	nem := &nemesis{p: p, h: h, skus: skus, rng: rand.New(rand.NewPCG(uint64(seed), 2)), dur: dur, kinds: kinds,
-		logf: func(format string, args ...any) {
-			t.Logf("+%.1fs "+format, append([]any{h.since().Seconds()}, args...)...)
-		}}
+	nem := newNemesis(p, h, w, rand.New(rand.NewPCG(uint64(seed), 2)), st, func(format string, args ...any) {
+		t.Logf("+%.1fs "+format, append([]any{h.since().Seconds()}, args...)...)
+	})
 
-	ctx, cancel := context.WithTimeout(context.Background(), dur)
+	ctx, cancel := context.WithTimeout(context.Background(), st.duration)
 	defer cancel()
 	nemDone := make(chan struct{})
 	go func() { nem.run(ctx); close(nemDone) }()
-	stopLoad := w.start(dur)
+	stopLoad := w.start(st.duration)
 	<-ctx.Done()
 	stopLoad()
 	<-nemDone
 	saleEnd := time.Now()
 	t.Logf("+%.1fs sale over, every answer in; healing, draining", h.since().Seconds())
 
-	reconciles := settle(t, p, saleEnd)
-	mopped := mopUp(w)
+	reconciles := settle(t, p, saleEnd, st.profile.grace)
+	ri.Mopped = mopUp(w)
 	if err := p.drain(90 * time.Second); err != nil {
 		t.Errorf("the queue did not drain after the mop-up: %v", err)
 	}
@@ -51,23 +55,49 @@ func runOnce(t *testing.T, eng *engines, run int, seed int64, dur time.Duration,
 	if err != nil {
 		t.Fatalf("read the end state: %v", err)
 	}
-	c := runChecks(h, e, skus, mopped)
-	if err := h.save(filepath.Join(p.dir, "history.jsonl")); err != nil {
-		t.Log(err)
-	}
+	ri.Faults = nem.records()
+	c := runChecks(h, e, ri)
 	summarize(t, h, e, skus, nem.list(), reconciles, time.Since(began))
+	t.Logf("samples judged per check: %s", c.judgedLine())
 	reportViolations(t, seed, c, nem.list())
+	if t.Failed() {
+		keepHistory(t, ri, h, e, p.dir)
+	} else if st.keep {
+		if err := saveRun(filepath.Join(p.dir, "history.jsonl"), ri, h, e); err != nil {
+			t.Log(err)
+		}
+	}
+}
+
+// keepHistory writes a failing run's history and logs to failedDir.
+func keepHistory(t *testing.T, ri *runInfo, h *history, e *endState, logs string) {
+	dir := failedDir(ri.Seed)
+	path := filepath.Join(dir, "history.jsonl")
+	if err := saveRun(path, ri, h, e); err != nil {
+		t.Logf("could not keep the history: %v", err)
+		return
+	}
+	if files, err := filepath.Glob(filepath.Join(logs, "*.log")); err == nil {
+		for _, f := range files {
+			if b, err := os.ReadFile(f); err == nil {
+				_ = os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644)
+			}
+		}
+	}
+	t.Logf("history of seed %d kept in %s (logs beside it); check it again with "+
+		"SURGE_FAULTS_HISTORY=%s go test -tags faults -run TestReplayHistory ./test/faults/; "+
+		"replay the deck with SURGE_FAULTS_SEED=%d SURGE_FAULTS_RUNS=1 make test-faults", ri.Seed, dir, path, ri.Seed)
 }
 
 // settle heals every engine and program, waits until the queues are
 // quiet and the reconciler's grace has passed since the sale, and runs
 // `reconciler once` twice. It returns their exit codes.
-func settle(t *testing.T, p *pipeline, saleEnd time.Time) []int {
+func settle(t *testing.T, p *pipeline, saleEnd time.Time, grace time.Duration) []int {
 	if err := p.eng.heal(); err != nil {
 		t.Errorf("heal the engines: %v", err)
 	}
 	if err := p.ensureRunning(); err != nil {
-		t.Errorf("restart the programs: %v", err)
+		t.Errorf("after the sale: %v", err)
 	}
 	if err := p.waitReady(90 * time.Second); err != nil {
 		t.Errorf("gateways not ready after the sale: %v", err)
@@ -75,13 +105,21 @@ func settle(t *testing.T, p *pipeline, saleEnd time.Time) []int {
 	if err := p.drain(150 * time.Second); err != nil {
 		t.Errorf("the queue did not drain after the sale: %v", err)
 	}
-	time.Sleep(time.Until(saleEnd.Add(reconcileWait + 2*time.Second)))
+	if wait := time.Until(saleEnd.Add(grace + 2*time.Second)); wait > 0 {
+		t.Logf("waiting %s for the reconciler's grace (%s) to pass since the sale", wait.Round(time.Second), grace)
+		time.Sleep(wait)
+	}
 	return []int{p.reconcile("after the sale"), p.reconcile("after the sale, again")}
 }
 
-// mopUp buys every SKU until sold out, in parallel, and tells per SKU
-// whether it ended on sold out.
+// mopUp buys every SKU until sold out, in parallel, with the sampler
+// reading Redis meanwhile (the 409s that end the mop-up are judged by
+// check 7b), and tells per SKU whether it ended on sold out.
 func mopUp(w *workload) map[string]bool {
+	ctx, cancel := context.WithCancel(context.Background())
+	sampled := make(chan struct{})
+	go func() { w.sampler(ctx); close(sampled) }()
+	defer func() { cancel(); <-sampled }()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	mopped := map[string]bool{}
@@ -114,12 +152,4 @@ func loadSKUs(t *testing.T, p *pipeline, rng *rand.Rand, run int, seed int64) ([
 	}
 	t.Logf("SKUs: %v", stock)
 	return skus, stock
-}
-
-// kindsOrAll names the kinds a run draws from.
-func kindsOrAll(kinds []faultKind) []faultKind {
-	if len(kinds) == 0 {
-		return faultKinds
-	}
-	return kinds
 }

@@ -60,6 +60,12 @@ func readEnd(ctx context.Context, p *pipeline, skus []string, h *history) (*endS
 		func() error { return readOrders(ctx, p, e, skus) },
 		func() error { return readInvoices(ctx, p, e, skus) },
 		func() error { return readDead(p, e) },
+		func() error {
+			for _, s := range skus {
+				readRedisSKU(ctx, p.rdb, s, e)
+			}
+			return nil
+		},
 		func() error { resolveIDs(h, e); return nil },
 		func() error { return readOrderStates(ctx, p.rdb, e, h) },
 	}
@@ -68,10 +74,21 @@ func readEnd(ctx context.Context, p *pipeline, skus []string, h *history) (*endS
 			return nil, err
 		}
 	}
-	for _, s := range skus {
-		readRedisSKU(ctx, p.rdb, s, e)
-	}
 	return e, nil
+}
+
+// noteCustomer files id under its customer, for an order found outside
+// MySQL (a dead letter, a reservation): resolveIDs then names an op's
+// order from there too.
+func (e *endState) noteCustomer(id, sku, customer string) {
+	o := e.order(id)
+	if o.row || customer == "" {
+		return
+	}
+	if o.customer == "" {
+		e.byCustomer[customer] = append(e.byCustomer[customer], id)
+	}
+	o.customer, o.sku = customer, sku
 }
 
 func inSKUs(skus []string) (string, []any) {
@@ -162,11 +179,14 @@ func readDead(p *pipeline, e *endState) error {
 			return err
 		}
 		var body struct {
-			OrderID string `json:"order_id"`
+			OrderID  string `json:"order_id"`
+			SKU      string `json:"sku"`
+			Customer string `json:"customer_id"`
 		}
 		_ = json.Unmarshal(d.Body, &body)
 		if body.OrderID != "" {
 			e.order(body.OrderID).dead = fmt.Sprint(d.Headers["x-surge-reason"])
+			e.noteCustomer(body.OrderID, body.SKU, body.Customer)
 		}
 	}
 }
@@ -237,8 +257,13 @@ func readRedisSKU(ctx context.Context, rdb *redis.ClusterClient, sku string, e *
 		return
 	}
 	for id, v := range resv {
-		qty, _ := strconv.Atoi(strings.SplitN(v, ":", 2)[0])
+		// qty:reserved_ms:nonce:customer
+		f := strings.SplitN(v, ":", 4)
+		qty, _ := strconv.Atoi(f[0])
 		s.resv[id] = qty
 		e.order(id).resv = qty
+		if len(f) == 4 {
+			e.noteCustomer(id, sku, f[3])
+		}
 	}
 }

@@ -29,8 +29,9 @@ type workload struct {
 	seed   int64
 	client *http.Client
 
-	mu    sync.Mutex
-	stock map[string]int // the stock last set per SKU
+	restockMu sync.Mutex // one restock at a time, so their order is known
+	mu        sync.Mutex
+	stock     map[string]int // the stock last set per SKU
 }
 
 func newWorkload(p *pipeline, h *history, skus []string, stock map[string]int, run int, seed int64) *workload {

@@ -1,0 +1,230 @@
+//go:build faults
+
+package faults
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	burstPace    = 3 * time.Millisecond // one customer, about 300 requests/s: far past its budget (20/s)
+	crowdSize    = 20                   // customers of the crowd
+	crowdPace    = 100 * time.Millisecond
+	restockBurst = 5 // units the hammer-restock adds behind the gateways' back
+)
+
+// hammerRestock is the abusive client of a flash sale: one customer
+// hammers the SKU with the fewest units left, past its rate budget, while
+// an operator adds units through opsctl (behind the gateways' back, so no
+// gateway drops its sold-out hint): the other buyers must still get them
+// (check 7b judges every 409 they meet).
+func (n *nemesis) hammerRestock(ctx context.Context, f *fault) error {
+	f.sku = n.w.lowestSKU()
+	f.target = f.sku
+	customer := fmt.Sprintf("r%d-burst%d", n.w.run, len(n.list()))
+	var limited, sent atomic.Int64
+	hctx, cancel := context.WithTimeout(ctx, f.hold)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		n.w.hammerFor(hctx, customer, f.sku, burstPace, func(a attempt) {
+			sent.Add(1)
+			if a.Status == http.StatusTooManyRequests {
+				limited.Add(1)
+			}
+		})
+		close(done)
+	}()
+	sleep(hctx, f.hold/3)
+	r := n.w.restockOpsctl(f.sku, restockBurst)
+	<-done
+	if limited.Load() == 0 {
+		return fmt.Errorf("%d requests of one customer, none answered 429", sent.Load())
+	}
+	f.effect = fmt.Sprintf("%d of %d requests answered 429; %s", limited.Load(), sent.Load(), r)
+	return nil
+}
+
+// crowd is many customers, each within its budget, hammering the SKU
+// with the fewest units left until it is sold out and past.
+func (n *nemesis) crowd(ctx context.Context, f *fault) error {
+	f.sku = n.w.lowestSKU()
+	f.target = f.sku
+	var soldOut, sent atomic.Int64
+	cctx, cancel := context.WithTimeout(ctx, f.hold)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range crowdSize {
+		customer := fmt.Sprintf("r%d-crowd%d-%d", n.w.run, len(n.list()), i)
+		wg.Go(func() {
+			n.w.hammerFor(cctx, customer, f.sku, crowdPace, func(a attempt) {
+				sent.Add(1)
+				if a.Status == http.StatusConflict && a.Code == "sold_out" {
+					soldOut.Add(1)
+				}
+			})
+		})
+	}
+	wg.Wait()
+	if soldOut.Load() == 0 {
+		return fmt.Errorf("%d requests of %d customers, none answered 409 sold_out", sent.Load(), crowdSize)
+	}
+	f.effect = fmt.Sprintf("%d of %d requests answered 409 sold_out", soldOut.Load(), sent.Load())
+	return nil
+}
+
+// restockDown is an operator lowering the stock of the SKU with the most
+// units left by 1-6 units through the admin API, no more than the last
+// sample showed unsold: taken (200),
+// or refused because the units were sold or reserved meanwhile (409);
+// either answer is the action's effect.
+func (n *nemesis) restockDown(f *fault) error {
+	f.sku = n.w.highestSKU()
+	f.target = f.sku
+	down := 1 + f.n%6
+	if avail := n.w.lastAvail(f.sku); avail > 0 {
+		down = min(down, avail)
+	}
+	r := n.w.restock(f.sku, -down, f.n%len(n.p.urls))
+	if r.Status == 0 {
+		return fmt.Errorf("restock down: no answer: %s", r.Err)
+	}
+	f.effect = r.String()
+	return nil
+}
+
+// replay is an operator replaying every dead letter through the admin API.
+func (n *nemesis) replay(f *fault) error {
+	gw := f.n % len(n.p.adminURLs)
+	req, _ := http.NewRequest(http.MethodPost, n.p.adminURLs[gw]+"/v1/admin/dlq/replay", strings.NewReader(`{"all":true}`))
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Surge-Operator", "faults")
+	resp, err := (&http.Client{Timeout: 15 * time.Second}).Do(req)
+	if err != nil {
+		return fmt.Errorf("dlq replay: %w", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("dlq replay via gateway%d: %d %s", gw, resp.StatusCode, shorten(string(body), 200))
+	}
+	f.target = fmt.Sprintf("gateway%d", gw)
+	f.effect = "200 " + shorten(string(bytes.TrimSpace(body)), 160)
+	return nil
+}
+
+// hammerFor sends orders of one customer for sku, each with a new key,
+// one every pace, each on its own, until ctx ends; every answer is
+// recorded and handed to seen. It returns once every request was answered.
+func (w *workload) hammerFor(ctx context.Context, customer, sku string, pace time.Duration, seen func(attempt)) {
+	var wg sync.WaitGroup
+	for i := 0; ctx.Err() == nil; i++ {
+		idx := w.h.newOp("hammer", customer, fmt.Sprintf("%s-%d", customer, i), sku, 1)
+		wg.Go(func() {
+			gw := i % len(w.p.urls)
+			seen(w.h.place(context.Background(), w.client, w.p.urls[gw], gw, idx))
+		})
+		sleep(ctx, pace)
+	}
+	wg.Wait()
+}
+
+// lowestSKU is the SKU whose last sample showed the fewest units.
+func (w *workload) lowestSKU() string {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	best, fewest := w.skus[0], -1
+	for _, sku := range w.skus {
+		s := w.h.samples[sku]
+		if len(s) == 0 {
+			continue
+		}
+		if a := s[len(s)-1].Avail; fewest < 0 || a < fewest {
+			best, fewest = sku, a
+		}
+	}
+	return best
+}
+
+// highestSKU is the SKU whose last sample showed the most units.
+func (w *workload) highestSKU() string {
+	best, most := w.skus[0], -1
+	for _, sku := range w.skus {
+		if a := w.lastAvail(sku); a > most {
+			best, most = sku, a
+		}
+	}
+	return best
+}
+
+// lastAvail is the units the last sample of sku showed, -1 without one.
+func (w *workload) lastAvail(sku string) int {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	s := w.h.samples[sku]
+	if len(s) == 0 {
+		return -1
+	}
+	return s[len(s)-1].Avail
+}
+
+// restockOpsctl raises sku's stock by delta with `opsctl stock load`
+// (MySQL and Redis directly, no gateway), one restock at a time.
+func (w *workload) restockOpsctl(sku string, delta int) restock {
+	w.restockMu.Lock()
+	defer w.restockMu.Unlock()
+	w.mu.Lock()
+	target := w.stock[sku] + delta
+	w.mu.Unlock()
+	r := restock{At: w.h.since(), SKU: sku, Target: target, Via: "opsctl"}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := w.p.command("opsctl", "stock", "load", sku, "--stock", strconv.Itoa(target))
+	cmd.Env = append(cmd.Env, "SURGE_OPERATOR=faults")
+	out, err := commandOutput(ctx, cmd)
+	r.Done = w.h.since()
+	switch {
+	case err == nil:
+		r.Status = http.StatusOK
+		w.mu.Lock()
+		w.stock[sku] = target
+		w.mu.Unlock()
+	case strings.Contains(out, "conflict"):
+		r.Status, r.Err = http.StatusConflict, shorten(out, 160)
+	default:
+		r.Err = fmt.Sprintf("%v: %s", err, shorten(out, 160))
+	}
+	w.h.noteRestock(r)
+	return r
+}
+
+// commandOutput runs cmd, killing it when ctx ends, and returns what it
+// printed.
+func commandOutput(ctx context.Context, cmd *exec.Cmd) (string, error) {
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return out.String(), err
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		<-done
+		return out.String(), ctx.Err()
+	}
+}
