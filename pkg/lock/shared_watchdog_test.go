@@ -94,10 +94,12 @@ func TestSharedWatchdogCancelsEveryLeaseThatCannotExtend(t *testing.T) {
 	paused.Pause()
 	otherHeld, otherStop := other.Watch(ctx)
 	defer otherStop()
-	select {
-	case <-held.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("lease never counted as lost while Redis hung")
+	for _, h := range []context.Context{held, otherHeld} {
+		select {
+		case <-h.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("lease never counted as lost while Redis hung")
+		}
 	}
 	if !errors.Is(context.Cause(held), lock.ErrLost) || !errors.Is(context.Cause(otherHeld), lock.ErrLost) {
 		t.Fatalf("causes %v and %v, want both ErrLost (neither could extend)", context.Cause(held), context.Cause(otherHeld))
