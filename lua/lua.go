@@ -14,6 +14,8 @@ var (
 	reserveSrc string
 	//go:embed commit.lua
 	commitSrc string
+	//go:embed commit_many.lua
+	commitManySrc string
 	//go:embed release.lua
 	releaseSrc string
 	//go:embed load.lua
@@ -27,12 +29,14 @@ var (
 var (
 	Reserve = redis.NewScript(reserveSrc)
 	Commit  = redis.NewScript(commitSrc)
-	Release = redis.NewScript(releaseSrc)
-	Load    = redis.NewScript(loadSrc)
-	View    = redis.NewScript(viewSrc)
+	// CommitMany settles several orders of one SKU in one call.
+	CommitMany = redis.NewScript(commitManySrc)
+	Release    = redis.NewScript(releaseSrc)
+	Load       = redis.NewScript(loadSrc)
+	View       = redis.NewScript(viewSrc)
 )
 
 // All lists every script, for loading them on each master at start-up.
 func All() []*redis.Script {
-	return append([]*redis.Script{Reserve, Commit, Release, Load, View, Reconcile, Adopt, Counts, Admit, Record, OrderState, Existing}, leaseScripts()...)
+	return append([]*redis.Script{Reserve, Commit, CommitMany, Release, Load, View, Reconcile, Adopt, Counts, Admit, Record, OrderState, Existing}, leaseScripts()...)
 }

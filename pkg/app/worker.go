@@ -95,7 +95,7 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker
 	}
 	proc := worker.New(worker.Processor{
 		Ledger:   ledger,
-		Stock:    stock.New(eng.fast, stock.Options{StateTTL: cfg.IdempotencyTTL}),
+		Stock:    stock.NewCommitter(stock.New(eng.fast, stock.Options{StateTTL: cfg.IdempotencyTTL}), stock.CommitterOptions{}),
 		Lock:     newOrderLocker(eng.fast, cfg.LockTTL),
 		Log:      log,
 		Timeout:  cfg.OrderTimeout,

@@ -64,12 +64,14 @@ type Client struct {
 	rdb      redis.Scripter
 	opts     Options
 	fenceTTL string
+	// dog watches every lease of this client (see Watch).
+	dog *watchdog
 }
 
 // New returns a Client on rdb (a *redis.ClusterClient in surge).
 func New(rdb redis.Scripter, opts Options) *Client {
 	opts.setDefaults()
-	return &Client{rdb: rdb, opts: opts, fenceTTL: strconv.FormatInt(opts.FenceTTL.Milliseconds(), 10)}
+	return &Client{rdb: rdb, opts: opts, fenceTTL: strconv.FormatInt(opts.FenceTTL.Milliseconds(), 10), dog: newWatchdog()}
 }
 
 // Acquire takes the lock on name for ttl (at least 1ms), trying again as

@@ -66,6 +66,8 @@ type Processed struct {
 	// Reason says why a rejected order was refused (ReasonCompensated).
 	Reason string
 	// InvoiceID and AmountCents describe the invoice of an invoiced order.
+	// InvoiceID is 0 for an order a batch invoiced just now (the batch does
+	// not read its ids back; MySQL holds them), set for a duplicate.
 	InvoiceID   int64
 	AmountCents int64
 	// Duplicate is true when the order had already been processed: nothing

@@ -48,8 +48,19 @@ type Views struct {
 	// refreshing holds the SKUs with a refresh running; true means
 	// another sale came in meanwhile and one more refresh is due.
 	refreshing map[string]bool
-	wg         sync.WaitGroup
+	// every is the least time between two refreshes of one SKU.
+	every time.Duration
+	// quit, closed by Close, ends the waits between refreshes.
+	quit     chan struct{}
+	quitOnce sync.Once
+	wg       sync.WaitGroup
 }
+
+// RefreshEvery is the least time between two refreshes of one SKU's view:
+// a buyer sees available at most this much older than Redis's, and a hot
+// SKU costs the worker at most one refresh per interval whatever its sales
+// rate.
+const RefreshEvery = 100 * time.Millisecond
 
 // Redis is what product views need from Redis. *redis.ClusterClient
 // implements it.
@@ -62,7 +73,7 @@ type Redis interface {
 // (TTL: how long a view stays fresh, default 30s); its namespace and log
 // are the views'.
 func New(rdb Redis, db Source, opts cache.Options, log *slog.Logger) *Views {
-	p := &Views{db: db, avail: rdb, log: log, refreshing: map[string]bool{}}
+	p := &Views{db: db, avail: rdb, log: log, refreshing: map[string]bool{}, every: RefreshEvery, quit: make(chan struct{})}
 	opts.Namespace, opts.Log = keys.ProductNamespace, log
 	p.cache = cache.New(rdb, p.load, opts)
 	return p
@@ -120,10 +131,10 @@ func (p *Views) Product(ctx context.Context, sku string) (order.ProductView, err
 }
 
 // Refresh rewrites available in sku's cached view after a sale. It does
-// not wait: refreshes of one SKU are coalesced, so a burst of commits on a
-// hot SKU costs one refresh running plus at most one more after it (which
-// reads avail after the last of them), instead of one compare-and-swap
-// race per order on the same key.
+// not wait: refreshes of one SKU are coalesced and spaced RefreshEvery
+// apart, so a burst of commits on a hot SKU costs one refresh per interval
+// (the last of which reads avail after the last sale), instead of one
+// compare-and-swap race per order on the same key.
 func (p *Views) Refresh(_ context.Context, sku string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -138,7 +149,9 @@ func (p *Views) Refresh(_ context.Context, sku string) {
 
 func (p *Views) refreshLoop(sku string) {
 	defer p.wg.Done()
+	var timer *time.Timer
 	for {
+		start := time.Now()
 		p.refreshOnce(sku)
 		p.mu.Lock()
 		again := p.refreshing[sku]
@@ -149,6 +162,23 @@ func (p *Views) refreshLoop(sku string) {
 		}
 		p.refreshing[sku] = false
 		p.mu.Unlock()
+		if wait := time.Until(start.Add(p.every)); wait > 0 {
+			if timer == nil {
+				timer = time.NewTimer(wait)
+				defer timer.Stop()
+			} else {
+				timer.Reset(wait)
+			}
+			select {
+			case <-timer.C:
+			case <-p.quit:
+				// Shutting down: the view's TTL bounds how stale it stays.
+				p.mu.Lock()
+				delete(p.refreshing, sku)
+				p.mu.Unlock()
+				return
+			}
+		}
 	}
 }
 
@@ -178,8 +208,10 @@ func (p *Views) Invalidate(ctx context.Context, sku string) error {
 	return p.cache.Invalidate(ctx, sku)
 }
 
-// Close waits for background refreshes and rebuilds.
+// Close waits for the refreshes running, drops those waiting for their
+// interval, and waits for background rebuilds.
 func (p *Views) Close() {
+	p.quitOnce.Do(func() { close(p.quit) })
 	p.wg.Wait()
 	p.cache.Close()
 }

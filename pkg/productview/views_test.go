@@ -156,3 +156,75 @@ func TestProductErrors(t *testing.T) {
 		t.Errorf("%d MySQL queries, want 1 (the miss is cached, the invalid SKU never looked up)", n)
 	}
 }
+
+// countingAvail counts the avail reads: one per refresh.
+type countingAvail struct {
+	availReader
+	reads atomic.Int32
+}
+
+func (c *countingAvail) Get(ctx context.Context, key string) *redis.StringCmd {
+	c.reads.Add(1)
+	return c.availReader.Get(ctx, key)
+}
+
+// A burst of sales on one SKU costs one refresh per interval, and the
+// view ends with the avail of after the last sale.
+func TestRefreshBurstIsSpacedAndEndsCurrent(t *testing.T) {
+	rdb := testenv.Redis(t)
+	db, sku := productFixture(t, rdb)
+	ctx := context.Background()
+	p := New(rdb, db, cache.Options{Wait: 30 * time.Second}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(p.Close)
+	p.every = time.Hour // within this test, a second refresh can only follow the first once it ends
+	if _, err := p.Product(ctx, sku); err != nil {
+		t.Fatal(err)
+	}
+	reads := &countingAvail{availReader: p.avail}
+	p.avail = reads
+	for i := range 200 {
+		if err := rdb.Set(ctx, keys.Avail(sku), 100-i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		p.Refresh(ctx, sku)
+	}
+	// The first refresh runs at once; the 199 after it wait for the interval.
+	deadline := time.Now().Add(10 * time.Second)
+	for reads.reads.Load() < 1 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := reads.reads.Load(); n != 1 {
+		t.Fatalf("%d refreshes for a burst of 200 sales within one interval, want 1 so far", n)
+	}
+	p.mu.Lock()
+	again := p.refreshing[sku]
+	p.mu.Unlock()
+	if !again {
+		t.Fatal("no refresh due after the burst: the last sales would never show")
+	}
+}
+
+// After the interval the due refresh runs and shows the last sale's avail.
+func TestRefreshAfterIntervalShowsLastSale(t *testing.T) {
+	rdb := testenv.Redis(t)
+	db, sku := productFixture(t, rdb)
+	ctx := context.Background()
+	p := New(rdb, db, cache.Options{Wait: 30 * time.Second}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(p.Close)
+	p.every = 50 * time.Millisecond
+	if _, err := p.Product(ctx, sku); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if err := rdb.Set(ctx, keys.Avail(sku), 100-i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		p.Refresh(ctx, sku)
+	}
+	p.wg.Wait() // the loop ends once no refresh is due
+	v, err := p.Product(ctx, sku)
+	if err != nil || v.Available != 51 {
+		t.Fatalf("view %+v %v, want available 51 (after the last sale)", v, err)
+	}
+}

@@ -30,9 +30,10 @@ type BatchResult struct {
 const batchAttempts = 3
 
 // ProcessBatch processes many orders in one transaction, with the outcome
-// Process would give each of them in turn: per SKU, orders are accepted in
-// batch order while they fit in stock - sold (read FOR UPDATE) and in the
-// customer's purchase limit (invoiced units read with a locking read), with one
+// Process would give each of them in turn (but no InvoiceID for the orders
+// it invoices itself): per SKU, orders are accepted in batch order while
+// they fit in stock - sold (read FOR UPDATE) and in the customer's purchase
+// limit (invoiced units read with a locking read), with one
 // guarded UPDATE per SKU and multi-row INSERTs for orders and invoices.
 // Orders already in MySQL, and the second occurrence of an order id inside
 // the batch, are reported as Duplicate. When the same order carries
@@ -80,10 +81,7 @@ func (s *Store) processBatchOnce(ctx context.Context, items []BatchItem) ([]Batc
 		return nil, err
 	}
 	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
-		if err := b.checkFences(ctx, tx); err != nil {
-			return err
-		}
-		if err := b.findExisting(ctx, tx); err != nil {
+		if err := b.fencesAndExisting(ctx, tx); err != nil {
 			return err
 		}
 		b.findTwins()
@@ -136,6 +134,50 @@ func (b *batch) checkSKUs(ctx context.Context, q sqlx.QueryerContext) error {
 	b.pending(func(i int, it BatchItem) {
 		if !exists[it.Order.SKU] {
 			b.settle(i, BatchResult{Err: unknownSKU(it.Order)})
+		}
+	})
+	return nil
+}
+
+// fencesAndExisting settles the stale items, then those whose order MySQL
+// already has. When every open item is fenced (the worker's case) it
+// takes two statements: the fence upsert, then one read of the recorded
+// fences joined with the orders and invoices. That read needs no lock of
+// its own: the upsert holds every fence row exclusively until commit, and
+// the read is the transaction's first consistent read, so it sees the
+// token each row holds now and no other transaction can change it before
+// this one commits (see "Fencing a batch" in docs/ARCHITECTURE.md).
+func (b *batch) fencesAndExisting(ctx context.Context, tx *sqlx.Tx) error {
+	fences := make(map[string]int64)
+	unfenced := false
+	b.pending(func(_ int, it BatchItem) {
+		if it.Fence <= 0 {
+			unfenced = true
+			return
+		}
+		fences[it.Order.ID] = max(fences[it.Order.ID], it.Fence)
+	})
+	if unfenced || len(fences) == 0 {
+		if err := b.checkFences(ctx, tx); err != nil {
+			return err
+		}
+		return b.findExisting(ctx, tx)
+	}
+	ids, err := raiseFences(ctx, tx, fences)
+	if err != nil {
+		return err
+	}
+	recs, err := lookupFenced(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+	b.pending(func(i int, it BatchItem) {
+		rec := recs[it.Order.ID]
+		switch {
+		case rec.Fence > it.Fence:
+			b.settle(i, BatchResult{Err: staleFence(it.Order.ID, it.Fence, rec.Fence)})
+		case rec.Found:
+			b.settle(i, BatchResult{Processed: rec.result()})
 		}
 	})
 	return nil

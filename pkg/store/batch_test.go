@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -22,7 +23,7 @@ type outcome struct {
 
 func outcomeOf(r BatchResult) outcome {
 	return outcome{Status: r.Status, Reason: r.Reason, Duplicate: r.Duplicate,
-		Amount: r.AmountCents, Invoiced: r.InvoiceID != 0, Err: errName(r.Err)}
+		Amount: r.AmountCents, Invoiced: r.Status == order.StatusInvoiced, Err: errName(r.Err)}
 }
 
 func item(id, sku string, qty int, fence int64) BatchItem {
@@ -94,6 +95,21 @@ var batchCases = []batchCase{{
 		item("o3", "A", 1, 0)},
 	want:     []outcome{failed(errStale), inv(10), dup(inv(10)), inv(10)},
 	wantSold: map[string]int{"A": 3},
+}, {
+	name:     "every item fenced: duplicate, new, stale",
+	products: []Product{{SKU: "A", Stock: 4, PriceCents: 10}},
+	before:   []BatchItem{item("o1", "A", 1, 5), item("o4", "A", 1, 9)},
+	items: []BatchItem{item("o1", "A", 1, 7), item("o2", "A", 1, 1), item("o3", "A", 1, 1),
+		item("o4", "A", 1, 8)},
+	want:     []outcome{dup(inv(10)), inv(10), inv(10), failed(errStale)},
+	wantSold: map[string]int{"A": 4},
+}, {
+	name:     "a stale worker's batch, every item fenced below its newer holder",
+	products: []Product{{SKU: "A", Stock: 5, PriceCents: 10}},
+	before:   []BatchItem{item("o1", "A", 1, 9), item("o2", "A", 1, 9)},
+	items:    []BatchItem{item("o1", "A", 1, 3), item("o2", "A", 1, 4)},
+	want:     []outcome{failed(errStale), failed(errStale)},
+	wantSold: map[string]int{"A": 2},
 }, {
 	name:     "invalid item",
 	products: []Product{{SKU: "A", Stock: 4, PriceCents: 10}},
@@ -200,6 +216,34 @@ func TestProcessBatchHighestFenceWins(t *testing.T) {
 	}
 }
 
+// TestProcessBatchStaleBatchWritesNothing: a worker whose locks were all
+// taken over (newer fences recorded, the newer holder still at work) has
+// its whole batch refused, and neither orders, invoices, stock nor the
+// recorded fences change.
+func TestProcessBatchStaleBatchWritesNothing(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	seed(t, s, "A", 5, 10)
+	if _, err := s.DB().ExecContext(ctx, "INSERT INTO order_fences (order_id, fence) VALUES ('o1', 9), ('o2', 9), ('o3', 9)"); err != nil {
+		t.Fatal(err)
+	}
+	out := viaBatch(t, s, []BatchItem{item("o1", "A", 1, 3), item("o2", "A", 2, 8), item("o3", "A", 1, 1)})
+	for i, r := range out {
+		if !errors.Is(r.Err, order.ErrStaleFence) {
+			t.Errorf("item %d: %+v, want a stale fence", i, r)
+		}
+	}
+	if n := count(t, s, "SELECT COUNT(*) FROM orders") + count(t, s, "SELECT COUNT(*) FROM invoices"); n != 0 {
+		t.Errorf("%d orders and invoices written by a stale batch", n)
+	}
+	if sold := checkLedger(t, s, "A").Sold; sold != 0 {
+		t.Errorf("sold = %d after a stale batch, want 0", sold)
+	}
+	if f := count(t, s, "SELECT MIN(fence) FROM order_fences"); f != 9 {
+		t.Errorf("lowest recorded fence %d, want 9 kept", f)
+	}
+}
+
 func TestProcessBatchEmpty(t *testing.T) {
 	s := newStore(t)
 	out, err := s.ProcessBatch(context.Background(), nil)
@@ -214,4 +258,28 @@ func ids(prefix string, n int) []string {
 		out[i] = fmt.Sprintf("%s-%03d", prefix, i)
 	}
 	return out
+}
+
+// TestProcessBatchStatementCount counts what one batch of fenced new
+// orders on one SKU sends MySQL (docs/ARCHITECTURE.md, "Fencing a batch"):
+// product check, BEGIN, fence upsert, fence and order read, products FOR
+// UPDATE, guard, order insert, invoice insert, COMMIT.
+func TestProcessBatchStatementCount(t *testing.T) {
+	s := newStore(t)
+	seed(t, s, "A", 10, 10)
+	s.DB().SetMaxOpenConns(1) // one session, so its counter sees only this batch
+	questions := func() int {
+		var name string
+		var n int
+		if err := s.DB().QueryRowContext(context.Background(), "SHOW SESSION STATUS LIKE 'Questions'").Scan(&name, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := questions()
+	viaBatch(t, s, []BatchItem{item("o1", "A", 1, 5), item("o2", "A", 2, 6), item("o3", "A", 1, 7)})
+	// The second reading counts itself once more than the first.
+	if n := questions() - before - 1; n != 9 {
+		t.Fatalf("%d statements for one batch, want 9", n)
+	}
 }

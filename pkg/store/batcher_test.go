@@ -76,8 +76,9 @@ func TestBatcherPerItemErrors(t *testing.T) {
 		t.Fatalf("bad order: %v, want unknown sku", err)
 	}
 	again, err := b.Process(ctx, good, 0)
-	if err != nil || !again.Duplicate || again.InvoiceID != res.InvoiceID {
-		t.Fatalf("repeat: %+v %v, want the first invoice as a duplicate", again, err)
+	rec, rerr := s.Order(ctx, good.ID)
+	if err != nil || rerr != nil || !again.Duplicate || again.InvoiceID == 0 || again.InvoiceID != rec.InvoiceID {
+		t.Fatalf("repeat: %+v %v, want the first invoice %+v (%v) as a duplicate", again, err, rec, rerr)
 	}
 }
 

@@ -103,3 +103,38 @@ func (s *Store) SoldInvoiced(ctx context.Context, sku string) (units int, err er
 	}
 	return units, nil
 }
+
+// fencedRecord is an order's recorded fencing token with the order MySQL
+// holds under its id, if any (Found).
+type fencedRecord struct {
+	Fence int64 `db:"recorded_fence"`
+	Found bool  `db:"found"`
+	OrderRecord
+}
+
+// lookupFenced reads the recorded fence of each of ids (whose rows exist)
+// joined with its order and invoice, by order id.
+func lookupFenced(ctx context.Context, q sqlx.QueryerContext, ids []string) (map[string]fencedRecord, error) {
+	query, args, err := sqlx.In(`SELECT f.order_id AS fence_order_id, f.fence AS recorded_fence, o.order_id IS NOT NULL AS found,
+		COALESCE(o.order_id, '') AS order_id, COALESCE(o.sku, '') AS sku, COALESCE(o.customer_id, '') AS customer_id,
+		COALESCE(o.status, '') AS status, COALESCE(o.reason, '') AS reason, COALESCE(o.qty, 0) AS qty,
+		COALESCE(i.invoice_id, 0) AS invoice_id, COALESCE(i.amount_cents, 0) AS amount_cents
+		FROM order_fences f FORCE INDEX (PRIMARY)
+		LEFT JOIN orders o ON o.order_id = f.order_id LEFT JOIN invoices i ON i.order_id = f.order_id
+		WHERE f.order_id IN (?)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("build fence lookup: %w", err)
+	}
+	var recs []struct {
+		ID string `db:"fence_order_id"`
+		fencedRecord
+	}
+	if err := sqlx.SelectContext(ctx, q, &recs, query, args...); err != nil {
+		return nil, fmt.Errorf("read fences and orders of %d ids: %w", len(ids), err)
+	}
+	out := make(map[string]fencedRecord, len(recs))
+	for _, r := range recs {
+		out[r.ID] = r.fencedRecord
+	}
+	return out, nil
+}

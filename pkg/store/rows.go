@@ -71,17 +71,9 @@ func recordFences(ctx context.Context, tx *sqlx.Tx, fences map[string]int64) (ma
 	if len(fences) == 0 {
 		return recorded, nil
 	}
-	rows := make([]fenceRow, 0, len(fences))
-	ids := make([]string, 0, len(fences))
-	for id, f := range fences {
-		rows = append(rows, fenceRow{OrderID: id, Fence: f})
-		ids = append(ids, id)
-	}
-	slices.SortFunc(rows, func(a, b fenceRow) int { return cmp.Compare(a.OrderID, b.OrderID) })
-	_, err := tx.NamedExecContext(ctx, `INSERT INTO order_fences (order_id, fence) VALUES (:order_id, :fence)
-		ON DUPLICATE KEY UPDATE fence = GREATEST(fence, VALUES(fence))`, rows)
+	ids, err := raiseFences(ctx, tx, fences)
 	if err != nil {
-		return nil, fmt.Errorf("record fences of %d orders: %w", len(rows), err)
+		return nil, err
 	}
 	// FORCE INDEX: on a small table the optimizer scans it whole for an IN
 	// list, and a locking scan locks every row, deadlocking batches that
@@ -98,4 +90,26 @@ func recordFences(ctx context.Context, tx *sqlx.Tx, fences map[string]int64) (ma
 		recorded[r.OrderID] = r.Fence
 	}
 	return recorded, nil
+}
+
+// raiseFences raises each order's recorded fencing token to at least the
+// given one, in one statement, and returns the order ids sorted. It leaves
+// every fence row locked (exclusive) until the transaction ends, so a read
+// later in the transaction sees the recorded token no other transaction
+// can change meanwhile.
+func raiseFences(ctx context.Context, tx *sqlx.Tx, fences map[string]int64) ([]string, error) {
+	rows := make([]fenceRow, 0, len(fences))
+	ids := make([]string, 0, len(fences))
+	for id, f := range fences {
+		rows = append(rows, fenceRow{OrderID: id, Fence: f})
+		ids = append(ids, id)
+	}
+	slices.SortFunc(rows, func(a, b fenceRow) int { return cmp.Compare(a.OrderID, b.OrderID) })
+	slices.Sort(ids)
+	_, err := tx.NamedExecContext(ctx, `INSERT INTO order_fences (order_id, fence) VALUES (:order_id, :fence)
+		ON DUPLICATE KEY UPDATE fence = GREATEST(fence, VALUES(fence))`, rows)
+	if err != nil {
+		return nil, fmt.Errorf("record fences of %d orders: %w", len(rows), err)
+	}
+	return ids, nil
 }

@@ -31,7 +31,8 @@ type Ledger interface {
 	Process(ctx context.Context, o order.Order, fence int64) (order.Processed, error)
 }
 
-// Settler is the Redis side. *stock.Stock implements it.
+// Settler is the Redis side. *stock.Stock implements it, and
+// *stock.Committer, which settles a SKU's concurrent commits in one call.
 type Settler interface {
 	Commit(ctx context.Context, sku, orderID string, qty int) (order.CommitOutcome, error)
 	Release(ctx context.Context, sku, orderID string, mode order.ReleaseMode) (int, error)

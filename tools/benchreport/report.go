@@ -119,6 +119,22 @@ type Sustained struct {
 	InvoicedPerS  float64 `json:"invoiced_per_s"`
 	MaxQueueDepth int64   `json:"max_queue_depth"`
 	Series        []Rate  `json:"series"`
+	// CPU is each process's CPU per accepted order, when their pids were
+	// given.
+	CPU *AcceptedCPU `json:"cpu_per_accepted,omitempty"`
+}
+
+// AcceptedCPU is the CPU time each process spent per accepted order during
+// a load, in µs: the cost of the accepting path, whatever the rate.
+type AcceptedCPU struct {
+	Gateway  float64 `json:"gateway_cpu_us_per_accepted"`
+	Worker   float64 `json:"worker_cpu_us_per_accepted"`
+	Redis    float64 `json:"redis_cpu_us_per_accepted"`
+	RabbitMQ float64 `json:"rabbitmq_cpu_us_per_accepted"`
+	MariaDB  float64 `json:"mariadb_cpu_us_per_accepted"`
+	// Pipeline is the sum of the five: what one accepted order costs the
+	// whole pipeline, the generator left out.
+	Pipeline float64 `json:"pipeline_cpu_us_per_accepted"`
 }
 
 // Rate is one interval of the sustained run.
@@ -256,6 +272,7 @@ func sustained(rep *loadgen.RunReport) *Sustained {
 	}
 	s := &Sustained{Scenario: *sc}
 	s.AcceptedPerS = math.Round(float64(s.Accepted) / s.Seconds)
+	s.CPU = acceptedCPU(rep.Processes, s.Accepted)
 	// Invoices per second over the whole time they were being written:
 	// from the first request until the last invoice.
 	span := s.Seconds
@@ -305,6 +322,26 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return math.Round(a/b*100) / 100
+}
+
+// acceptedCPU divides each process's CPU time during the load by the orders
+// accepted; nil when no process was measured or nothing was accepted.
+func acceptedCPU(procs map[string]loadgen.ProcStats, accepted int64) *AcceptedCPU {
+	if len(procs) == 0 || accepted <= 0 {
+		return nil
+	}
+	per := func(name string) float64 {
+		var s float64
+		for n, p := range procs {
+			if n == name || (name == "redis" && strings.HasPrefix(n, "redis")) {
+				s += p.CPUSeconds
+			}
+		}
+		return math.Round(s/float64(accepted)*1e7) / 10
+	}
+	c := &AcceptedCPU{Gateway: per("gateway"), Worker: per("worker"), Redis: per("redis"), RabbitMQ: per("rabbitmq"), MariaDB: per("mariadb")}
+	c.Pipeline = math.Round((c.Gateway+c.Worker+c.Redis+c.RabbitMQ+c.MariaDB)*10) / 10
+	return c
 }
 
 // redisCPU sums the CPU per request of the processes named redis*: the

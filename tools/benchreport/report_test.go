@@ -157,3 +157,27 @@ func TestNum(t *testing.T) {
 		}
 	}
 }
+
+func TestSustainedCPUPerAcceptedSumsTheFiveProcesses(t *testing.T) {
+	p := parts()
+	// 200,000 accepted; seconds of CPU chosen so each process costs a round figure.
+	p.Sustained.Processes = map[string]loadgen.ProcStats{
+		"gateway": {CPUSeconds: 25}, "worker": {CPUSeconds: 24}, "redis7000": {CPUSeconds: 20}, "redis7003": {CPUSeconds: 21.2},
+		"rabbitmq": {CPUSeconds: 26}, "mariadb": {CPUSeconds: 16}, "loadgen": {CPUSeconds: 99},
+	}
+	r := Build(p, Machine{})
+	want := AcceptedCPU{Gateway: 125, Worker: 120, Redis: 206, RabbitMQ: 130, MariaDB: 80, Pipeline: 661}
+	if got := r.Sustained.CPU; got == nil || *got != want {
+		t.Fatalf("cpu per accepted %+v, want %+v", got, want)
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if line := "pipeline_cpu_us_per_accepted 661 at 10,000 accepted/s"; !strings.Contains(b.String(), line) {
+		t.Errorf("table lacks %q:\n%s", line, b.String())
+	}
+	if Build(parts(), Machine{}).Sustained.CPU != nil {
+		t.Error("cpu per accepted reported with no process measured")
+	}
+}

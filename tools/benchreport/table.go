@@ -75,6 +75,11 @@ func WriteTable(w io.Writer, r Results) error {
 		}
 		fmt.Fprintf(w, "\nsustained: %s accepted/s, %s invoices/s, max queue depth %s, drained %s after the load\n",
 			num(s.AcceptedPerS), num(s.InvoicedPerS), num(float64(s.MaxQueueDepth)), drain)
+		if c := s.CPU; c != nil {
+			fmt.Fprintf(w, "CPU per accepted order: gateway %.0f, worker %.0f, redis %.0f, rabbitmq %.0f, mariadb %.0f us; "+
+				"pipeline_cpu_us_per_accepted %.0f at %s accepted/s\n",
+				c.Gateway, c.Worker, c.Redis, c.RabbitMQ, c.MariaDB, c.Pipeline, num(s.AcceptedPerS))
+		}
 	}
 	fmt.Fprintf(w, "\nraw ceilings on this machine:\n  reserve.lua by EVALSHA on one SKU   %s/s (pipelined: %s/s)\n"+
 		"  confirmed persistent publishes      %s/s\n  batched invoice inserts             %s rows/s\n"+
