@@ -1,0 +1,150 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Coalescing (group commit). Publish does not write its order itself: it
+// queues it, and a sender writes what is queued as one message. At most
+// PublisherOptions.InFlight messages of Publish wait for their confirm at
+// once; the orders that arrive meanwhile wait in the queue and leave
+// together, up to MaxBatch per message, as soon as a confirm comes back.
+// Under light load a message carries one order and leaves at once (a
+// plain single-order message, ContentTypeJSON); under load the broker
+// handles one message, one confirm and one delivery for many orders.
+//
+// Each order keeps its own outcome: its caller returns nil only once the
+// broker confirmed the message that holds it; a nack or a return of that
+// message fails exactly its orders, unavailable; a caller whose own
+// deadline (ConfirmTimeout, or its ctx) passes first returns unavailable
+// while its order is still queued (nothing was written: it is removed),
+// and unknown once it was handed to a sender.
+
+// pendingPublish is one order waiting in the coalescing queue.
+type pendingPublish struct {
+	id      string
+	body    []byte
+	headers amqp.Table
+	// done receives the outcome of the message holding the order.
+	done chan error
+	// taken is set (under coalescer.mu) once a sender took it.
+	taken bool
+}
+
+// coalescer is the queue of orders not yet written and the count of
+// senders running.
+type coalescer struct {
+	mu      sync.Mutex
+	queue   []*pendingPublish
+	senders int
+}
+
+// submit queues pp and starts a sender if fewer than limit run.
+func (p *Publisher) submit(pp *pendingPublish) {
+	c := &p.co
+	c.mu.Lock()
+	c.queue = append(c.queue, pp)
+	start := c.senders < p.opts.InFlight
+	if start {
+		c.senders++
+	}
+	c.mu.Unlock()
+	if start {
+		go p.send()
+	}
+}
+
+// withdraw removes pp from the queue if no sender took it yet, and tells
+// whether it did.
+func (p *Publisher) withdraw(pp *pendingPublish) bool {
+	c := &p.co
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if pp.taken {
+		return false
+	}
+	for i, x := range c.queue {
+		if x == pp {
+			c.queue = append(c.queue[:i], c.queue[i+1:]...)
+			break
+		}
+	}
+	return true
+}
+
+// take hands the next batch to a sender, or retires the sender when the
+// queue is empty.
+func (p *Publisher) take() []*pendingPublish {
+	c := &p.co
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := min(len(c.queue), p.opts.MaxBatch)
+	if n == 0 {
+		c.senders--
+		c.queue = nil // drops the backing array a burst grew
+		return nil
+	}
+	batch := make([]*pendingPublish, n)
+	copy(batch, c.queue)
+	rest := copy(c.queue, c.queue[n:])
+	clear(c.queue[rest:])
+	c.queue = c.queue[:rest]
+	for _, pp := range batch {
+		pp.taken = true
+	}
+	return batch
+}
+
+// send writes batches until the queue is empty, each after the previous
+// one's confirm.
+func (p *Publisher) send() {
+	for batch := p.take(); batch != nil; batch = p.take() {
+		err := p.sendBatch(batch)
+		for _, pp := range batch {
+			pp.done <- err
+		}
+	}
+}
+
+// sendBatch publishes one message holding batch and waits for its
+// confirm (bounded by ConfirmTimeout), with Publish's error classes.
+func (p *Publisher) sendBatch(batch []*pendingPublish) error {
+	msg := amqp.Publishing{DeliveryMode: amqp.Persistent, Timestamp: p.opts.Now()}
+	if len(batch) == 1 {
+		msg.ContentType, msg.MessageId, msg.Headers, msg.Body = ContentTypeJSON, batch[0].id, batch[0].headers, batch[0].body
+	} else {
+		body, err := appendBatch(make([]byte, 0, 32+len(batch)*(len(batch[0].body)+64)), batch)
+		if err != nil {
+			return err
+		}
+		msg.ContentType, msg.MessageId, msg.Body = ContentTypeOrders, "batch-"+ulid.Make().String(), body
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.opts.ConfirmTimeout)
+	defer cancel()
+	return p.publish(ctx, p.topo.Exchange, p.topo.RoutingKey, msg)
+}
+
+// await waits for pp's outcome, or for the caller's own deadline.
+func (p *Publisher) await(ctx context.Context, pp *pendingPublish) error {
+	timer := time.NewTimer(p.opts.ConfirmTimeout)
+	defer timer.Stop()
+	var cause error
+	select {
+	case err := <-pp.done:
+		return err
+	case <-ctx.Done():
+		cause = fmt.Errorf("waiting for confirm: %w", ctx.Err())
+	case <-timer.C:
+		cause = fmt.Errorf("%w (%v)", ErrConfirmTimeout, p.opts.ConfirmTimeout)
+	}
+	if p.withdraw(pp) {
+		return unavailable(fmt.Errorf("not written: %w", cause))
+	}
+	return unknown(cause)
+}
