@@ -158,7 +158,8 @@ func claimKeys(customerID, key string, now time.Time, ttl time.Duration) (time.D
 	phase := order.Phase(customerID, key, ttl)
 	w := order.Window(now.Add(phase), ttl)
 	ids := order.IDsFor(customerID, key, w-2, 4)
-	ks := []string{keys.CustomerRate(customerID)}
+	ks := make([]string, 1, 1+len(ids))
+	ks[0] = keys.CustomerRateOf(ids[0], customerID)
 	for _, id := range ids {
 		ks = append(ks, keys.Idem(id))
 	}
