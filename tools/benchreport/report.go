@@ -118,7 +118,38 @@ type Sustained struct {
 	AcceptedPerS  float64 `json:"accepted_per_s"`
 	InvoicedPerS  float64 `json:"invoiced_per_s"`
 	MaxQueueDepth int64   `json:"max_queue_depth"`
-	Series        []Rate  `json:"series"`
+	// CPUPerAcceptedUS is each pipeline process's CPU time during the load
+	// per accepted order (gateway, worker, redis: all cluster nodes,
+	// rabbitmq, mariadb; those whose pids were given), and
+	// PipelineCPUUSPerAccepted their sum: what one accepted order costs
+	// the machine, the generator left out.
+	CPUPerAcceptedUS         map[string]float64 `json:"cpu_us_per_accepted,omitempty"`
+	PipelineCPUUSPerAccepted float64            `json:"pipeline_cpu_us_per_accepted,omitempty"`
+	Series                   []Rate             `json:"series"`
+}
+
+// pipelineCPU splits the processes' CPU seconds by accepted orders.
+func pipelineCPU(procs map[string]loadgen.ProcStats, accepted int64) (map[string]float64, float64) {
+	if accepted <= 0 || len(procs) == 0 {
+		return nil, 0
+	}
+	per := map[string]float64{}
+	for name, p := range procs {
+		if name == "loadgen" {
+			continue
+		}
+		group := name
+		if strings.HasPrefix(name, "redis") {
+			group = "redis"
+		}
+		per[group] += p.CPUSeconds * 1e6 / float64(accepted)
+	}
+	sum := 0.0
+	for k, us := range per {
+		per[k] = math.Round(us)
+		sum += us
+	}
+	return per, math.Round(sum)
 }
 
 // Rate is one interval of the sustained run.
@@ -256,6 +287,7 @@ func sustained(rep *loadgen.RunReport) *Sustained {
 	}
 	s := &Sustained{Scenario: *sc}
 	s.AcceptedPerS = math.Round(float64(s.Accepted) / s.Seconds)
+	s.CPUPerAcceptedUS, s.PipelineCPUUSPerAccepted = pipelineCPU(rep.Processes, s.Accepted)
 	// Invoices per second over the whole time they were being written:
 	// from the first request until the last invoice.
 	span := s.Seconds

@@ -6,8 +6,10 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -155,5 +157,33 @@ func TestNum(t *testing.T) {
 		if got := num(v); got != want {
 			t.Errorf("num(%v) = %q, want %q", v, got, want)
 		}
+	}
+}
+
+// TestPipelineCPUPerAccepted: the sustained run's CPU per accepted order
+// is each process's CPU seconds over the accepted orders (the Redis nodes
+// summed, the generator left out), and the pipeline's their sum.
+func TestPipelineCPUPerAccepted(t *testing.T) {
+	p := parts()
+	p.Sustained.Processes = map[string]loadgen.ProcStats{
+		"gateway": {CPUSeconds: 2}, "worker": {CPUSeconds: 1}, "redis7000": {CPUSeconds: 0.5}, "redis7001": {CPUSeconds: 0.5},
+		"rabbitmq": {CPUSeconds: 1.5}, "mariadb": {CPUSeconds: 0.5}, "loadgen": {CPUSeconds: 9},
+	}
+	s := Build(p, Machine{CPUs: 2}).Sustained
+	accepted := float64(s.Accepted)
+	want := map[string]float64{"gateway": math.Round(2e6 / accepted), "worker": math.Round(1e6 / accepted),
+		"redis": math.Round(1e6 / accepted), "rabbitmq": math.Round(1.5e6 / accepted), "mariadb": math.Round(0.5e6 / accepted)}
+	if !reflect.DeepEqual(want, s.CPUPerAcceptedUS) {
+		t.Errorf("CPU per accepted %v, want %v", s.CPUPerAcceptedUS, want)
+	}
+	if got, wantSum := s.PipelineCPUUSPerAccepted, math.Round(6e6/accepted); got != wantSum {
+		t.Errorf("pipeline %v us per accepted, want %v", got, wantSum)
+	}
+	var b strings.Builder
+	if err := WriteTable(&b, Build(p, Machine{CPUs: 2})); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "(pipeline_cpu_us_per_accepted)") {
+		t.Errorf("table does not print the pipeline's CPU per accepted order:\n%s", b.String())
 	}
 }

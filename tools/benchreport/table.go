@@ -75,6 +75,15 @@ func WriteTable(w io.Writer, r Results) error {
 		}
 		fmt.Fprintf(w, "\nsustained: %s accepted/s, %s invoices/s, max queue depth %s, drained %s after the load\n",
 			num(s.AcceptedPerS), num(s.InvoicedPerS), num(float64(s.MaxQueueDepth)), drain)
+		if s.PipelineCPUUSPerAccepted > 0 {
+			fmt.Fprintf(w, "CPU per accepted order: ")
+			for _, name := range []string{"gateway", "worker", "redis", "rabbitmq", "mariadb"} {
+				if us, ok := s.CPUPerAcceptedUS[name]; ok {
+					fmt.Fprintf(w, "%s %.0f, ", name, us)
+				}
+			}
+			fmt.Fprintf(w, "pipeline %.0f us (pipeline_cpu_us_per_accepted)\n", s.PipelineCPUUSPerAccepted)
+		}
 	}
 	fmt.Fprintf(w, "\nraw ceilings on this machine:\n  reserve.lua by EVALSHA on one SKU   %s/s (pipelined: %s/s)\n"+
 		"  confirmed persistent publishes      %s/s\n  batched invoice inserts             %s rows/s\n"+
