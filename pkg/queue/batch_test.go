@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -368,5 +369,44 @@ func TestReplayBatchedDeadLetter(t *testing.T) {
 	}
 	if n := depth(t, conn, topo.DeadQueue); n != 0 {
 		t.Errorf("dead queue holds %d, want 0", n)
+	}
+}
+
+// TestQueuedOrderWithdrawnAtItsDeadline: an order still waiting for a
+// sender when its caller's deadline passes was never written: it is
+// withdrawn and answered unavailable, and no later message carries it.
+func TestQueuedOrderWithdrawnAtItsDeadline(t *testing.T) {
+	p := newPublisher(&Conn{}, Topology{}, PublisherOptions{InFlight: 1, ConfirmTimeout: time.Hour})
+	p.co.senders = 1 // the one sender allowed is busy with another message
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := p.Publish(ctx, testOrder(1))
+	if !isUnavailable(err) || errors.Is(err, order.ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("publish = %v, want unavailable (not written) after its deadline", err)
+	}
+	if n := len(p.take()); n != 0 {
+		t.Fatalf("the next message would carry %d withdrawn orders", n)
+	}
+}
+
+// TestTakenOrderIsUnknownAtItsDeadline: once a sender took the order, a
+// caller whose deadline passes cannot tell whether the broker has it.
+func TestTakenOrderIsUnknownAtItsDeadline(t *testing.T) {
+	p := newPublisher(&Conn{}, Topology{}, PublisherOptions{InFlight: 1, ConfirmTimeout: time.Hour})
+	p.co.senders = 1
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() { errs <- p.Publish(ctx, testOrder(1)) }()
+	waitFor(t, func() bool {
+		p.co.mu.Lock()
+		defer p.co.mu.Unlock()
+		return len(p.co.queue) == 1
+	})
+	if batch := p.take(); len(batch) != 1 {
+		t.Fatalf("took %d orders, want 1", len(batch))
+	}
+	cancel()
+	if err := receive(t, errs); !errors.Is(err, order.ErrOutcomeUnknown) || isUnavailable(err) {
+		t.Fatalf("publish = %v, want an unknown outcome", err)
 	}
 }

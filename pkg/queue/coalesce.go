@@ -146,5 +146,10 @@ func (p *Publisher) await(ctx context.Context, pp *pendingPublish) error {
 	if p.withdraw(pp) {
 		return unavailable(fmt.Errorf("not written: %w", cause))
 	}
+	select {
+	case err := <-pp.done: // settled meanwhile: the truth beats unknown
+		return err
+	default:
+	}
 	return unknown(cause)
 }
