@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/oklog/ulid/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -21,10 +20,14 @@ import (
 //
 // Each order keeps its own outcome: its caller returns nil only once the
 // broker confirmed the message that holds it; a nack or a return of that
-// message fails exactly its orders, unavailable; a caller whose own
-// deadline (ConfirmTimeout, or its ctx) passes first returns unavailable
-// while its order is still queued (nothing was written: it is removed),
-// and unknown once it was handed to a sender.
+// message fails exactly its orders, unavailable. The confirm deadline
+// (ConfirmTimeout) runs from the message's write, as it did for one order
+// per message: past it, the sender answers each of the message's orders
+// unknown. A caller whose ctx ends first returns unavailable while its
+// order is still queued (nothing was written: it is withdrawn), and
+// unknown once a sender took it. While the broker stalls, an order may
+// wait in the queue behind the messages whose confirms are late, up to
+// ConfirmTimeout for each round of InFlight messages ahead of it.
 
 // pendingPublish is one order waiting in the coalescing queue.
 type pendingPublish struct {
@@ -125,23 +128,20 @@ func (p *Publisher) sendBatch(batch []*pendingPublish) error {
 		}
 		msg.ContentType, msg.MessageId, msg.Body = ContentTypeOrders, "batch-"+ulid.Make().String(), body
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.opts.ConfirmTimeout)
-	defer cancel()
-	return p.publish(ctx, p.topo.Exchange, p.topo.RoutingKey, msg)
+	// The message belongs to no one caller: no caller's ctx bounds its
+	// write; awaitConfirm bounds the wait for its confirm.
+	return p.publish(context.Background(), p.topo.Exchange, p.topo.RoutingKey, msg)
 }
 
-// await waits for pp's outcome, or for the caller's own deadline.
+// await waits for pp's outcome (the sender gives one at most
+// ConfirmTimeout after the write), or for the caller's ctx to end.
 func (p *Publisher) await(ctx context.Context, pp *pendingPublish) error {
-	timer := time.NewTimer(p.opts.ConfirmTimeout)
-	defer timer.Stop()
 	var cause error
 	select {
 	case err := <-pp.done:
 		return err
 	case <-ctx.Done():
 		cause = fmt.Errorf("waiting for confirm: %w", ctx.Err())
-	case <-timer.C:
-		cause = fmt.Errorf("%w (%v)", ErrConfirmTimeout, p.opts.ConfirmTimeout)
 	}
 	if p.withdraw(pp) {
 		return unavailable(fmt.Errorf("not written: %w", cause))
