@@ -410,3 +410,48 @@ func TestTakenOrderIsUnknownAtItsDeadline(t *testing.T) {
 		t.Fatalf("publish = %v, want an unknown outcome", err)
 	}
 }
+
+// TestSingleOrderMessagesStillConsumed: a message of a gateway that sends
+// one order per message (an older version, or SURGE_PUBLISH_MAX_BATCH=1)
+// is consumed beside batched ones, each order once.
+func TestSingleOrderMessagesStillConsumed(t *testing.T) {
+	conn := dialTest(t, testenv.AMQPURL(t))
+	topo := testTopology(t, conn)
+	old := newTestPublisher(t, conn, topo, PublisherOptions{Channels: 1})
+	single := testOrder(9)
+	msg := amqp.Publishing{ContentType: ContentTypeJSON, DeliveryMode: amqp.Persistent, MessageId: single.ID, Body: mustJSON(t, single)}
+	if err := old.PublishRaw(context.Background(), topo.Exchange, topo.RoutingKey, msg); err != nil {
+		t.Fatal(err)
+	}
+	batched := []order.Order{testOrder(1), testOrder(2)}
+	publishBatch(t, conn, topo, topo.Exchange, batched...)
+
+	var mu sync.Mutex
+	seen := map[string]int{}
+	all := make(chan struct{})
+	stop := runConsumer(t, conn, topo, ConsumerOptions{}, func(ctx context.Context, d *Delivery) {
+		o, err := d.Order()
+		if err != nil || o.ID != d.MessageID {
+			t.Errorf("delivery %s: order %s, %v", d.MessageID, o.ID, err)
+		}
+		if err := d.Ack(); err != nil {
+			t.Errorf("ack: %v", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		seen[o.ID]++
+		if len(seen) == 3 && seen[o.ID] == 1 {
+			close(all)
+		}
+	})
+	receive(t, all)
+	stop()
+	for _, o := range append(batched, single) {
+		if seen[o.ID] != 1 {
+			t.Errorf("order %s consumed %d times", o.ID, seen[o.ID])
+		}
+	}
+	if d := depth(t, conn, topo.Queue); d != 0 {
+		t.Errorf("work queue holds %d messages, want 0", d)
+	}
+}
