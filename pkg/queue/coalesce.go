@@ -124,7 +124,7 @@ func (p *Publisher) sendBatch(batch []*pendingPublish) error {
 	} else {
 		body, err := appendBatch(make([]byte, 0, 32+len(batch)*(len(batch[0].body)+64)), batch)
 		if err != nil {
-			return err
+			return unavailable(err) // nothing was written
 		}
 		msg.ContentType, msg.MessageId, msg.Body = ContentTypeOrders, "batch-"+ulid.Make().String(), body
 	}
