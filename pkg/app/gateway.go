@@ -185,7 +185,7 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	}
 	topo := cfg.AMQP.Topology()
 	pubOpts := queue.PublisherOptions{Channels: cfg.PublishChannels, ConfirmTimeout: cfg.ConfirmTimeout,
-		InFlight: cfg.PublishInFlight, MaxBatch: cfg.PublishMaxBatch}
+		InFlight: cfg.PublishInFlight, MaxBatch: cfg.PublishMaxBatch, Sent: metrics.PublishedBatch}
 	if tel.Enabled() {
 		pubOpts.Headers = tel.Headers
 	}

@@ -82,13 +82,25 @@ func TestConcurrentPublishesCoalesced(t *testing.T) {
 	const n = 300
 	conn := dialTest(t, testenv.AMQPURL(t))
 	topo := testTopology(t, conn)
-	pub := newTestPublisher(t, conn, topo, PublisherOptions{InFlight: 1})
+	var mu sync.Mutex
+	sent := map[string]int{}
+	pub := newTestPublisher(t, conn, topo, PublisherOptions{InFlight: 1, Sent: func(orders int) {
+		mu.Lock()
+		defer mu.Unlock()
+		sent["messages"]++
+		sent["orders"] += orders
+	}})
 	for i, err := range publishAll(t, pub, n) {
 		if err != nil {
 			t.Fatalf("publish %d: %v", i, err)
 		}
 	}
 	orders, messages, batches := drainOrders(t, conn, topo.Queue)
+	mu.Lock()
+	if sent["messages"] != messages || sent["orders"] != n {
+		t.Errorf("Sent told of %d messages, %d orders; want %d, %d", sent["messages"], sent["orders"], messages, n)
+	}
+	mu.Unlock()
 	for i := range n {
 		if c := orders[testOrder(i).ID]; c != 1 {
 			t.Errorf("order %d held %d times, want 1", i, c)

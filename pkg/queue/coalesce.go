@@ -109,6 +109,9 @@ func (p *Publisher) take() []*pendingPublish {
 func (p *Publisher) send() {
 	for batch := p.take(); batch != nil; batch = p.take() {
 		err := p.sendBatch(batch)
+		if p.opts.Sent != nil {
+			p.opts.Sent(len(batch))
+		}
 		for _, pp := range batch {
 			pp.done <- err
 		}

@@ -34,6 +34,10 @@ type PublisherOptions struct {
 	// MaxBatch bounds the orders coalesced into one message, 1-MaxBatch.
 	// 1 sends every order in its own message. Default MaxBatch.
 	MaxBatch int
+	// Sent, when set, is told how many orders each message of Publish
+	// held, once the message is settled (a metric of coalescing). Nil:
+	// nobody is told.
+	Sent func(orders int)
 }
 
 func (o *PublisherOptions) setDefaults() {
