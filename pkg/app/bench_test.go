@@ -50,9 +50,9 @@ func (benchCatalog) Exists(context.Context, string) (bool, error) { return true,
 
 // benchServer is the gateway's order route on the stand-ins, observed as
 // NewGateway observes it (traced when tel is enabled).
-func benchServer(b *testing.B, tel *telemetry.Tracing) http.Handler {
+func benchServer(b *testing.B, tel *telemetry.Tracing, level slog.Level) http.Handler {
 	b.Helper()
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: level}))
 	orders := gateway.New(gateway.Service{Stock: benchStock{}, Idem: benchClaims{}, Queue: benchPublisher{}, Catalog: benchCatalog{},
 		Log: log, Observer: gatewayObserver(false, tel, "orders")})
 	api := &httpapi.Server{Orders: orders, Log: log}
@@ -62,7 +62,8 @@ func benchServer(b *testing.B, tel *telemetry.Tracing) http.Handler {
 
 // BenchmarkPostOrder is one accepted POST /v1/orders through the
 // gateway's handler chain, with the engines answering at once: tracing
-// off (no SURGE_OTLP_ENDPOINT, the default), and on with every span
+// off (no SURGE_OTLP_ENDPOINT, the default) at the default log level
+// (info) and at warn (make bench's), and on with every span
 // sampled and made but exported nowhere (the SDK's cost, not an
 // exporter's).
 func BenchmarkPostOrder(b *testing.B) {
@@ -71,7 +72,14 @@ func BenchmarkPostOrder(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		benchPost(b, benchServer(b, tel))
+		benchPost(b, benchServer(b, tel, slog.LevelInfo))
+	})
+	b.Run("tracing=off,log=warn", func(b *testing.B) {
+		tel, err := setupTracing(context.Background(), "", Tracing{}, "surge-gateway", slog.Default())
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchPost(b, benchServer(b, tel, slog.LevelWarn))
 	})
 	b.Run("tracing=on", func(b *testing.B) {
 		tp := sdktrace.NewTracerProvider()
@@ -80,7 +88,7 @@ func BenchmarkPostOrder(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		benchPost(b, benchServer(b, tel))
+		benchPost(b, benchServer(b, tel, slog.LevelInfo))
 	})
 }
 

@@ -70,6 +70,13 @@ type GatewayConfig struct {
 	// PublishChannels is the size of the confirm-mode channel pool:
 	// SURGE_PUBLISH_CHANNELS, default 8.
 	PublishChannels int `envconfig:"PUBLISH_CHANNELS" default:"8"`
+	// PublishInFlight is how many order messages may wait for their
+	// confirm at once; orders arriving meanwhile share the next message:
+	// SURGE_PUBLISH_IN_FLIGHT, default 2.
+	PublishInFlight int `envconfig:"PUBLISH_IN_FLIGHT" default:"2"`
+	// PublishMaxBatch bounds the orders in one message, 1-64 (1: one
+	// message per order): SURGE_PUBLISH_MAX_BATCH, default 64.
+	PublishMaxBatch int `envconfig:"PUBLISH_MAX_BATCH" default:"64"`
 	// ConfirmTimeout bounds the wait for a publisher confirm:
 	// SURGE_CONFIRM_TIMEOUT, default 2s.
 	ConfirmTimeout time.Duration `envconfig:"CONFIRM_TIMEOUT" default:"2s"`
@@ -201,7 +208,8 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 		return nil, err
 	}
 	topo := cfg.AMQP.Topology()
-	pubOpts := queue.PublisherOptions{Channels: cfg.PublishChannels, ConfirmTimeout: cfg.ConfirmTimeout}
+	pubOpts := queue.PublisherOptions{Channels: cfg.PublishChannels, ConfirmTimeout: cfg.ConfirmTimeout,
+		InFlight: cfg.PublishInFlight, MaxBatch: cfg.PublishMaxBatch, Sent: metrics.PublishedBatch}
 	if tel.Enabled() {
 		pubOpts.Headers = tel.Headers
 	}

@@ -99,13 +99,7 @@ const (
 // the budget is spent once.
 func (r *Records) Claim(ctx context.Context, o order.Order, key string, soldOut bool) (order.Claim, error) {
 	fp := o.Fingerprint()
-	phase := order.Phase(o.CustomerID, key, r.ttl)
-	w := order.Window(r.now().Add(phase), r.ttl)
-	ids := order.IDsFor(o.CustomerID, key, w-2, 4)
-	ks := []string{keys.CustomerRate(o.CustomerID)}
-	for _, id := range ids {
-		ks = append(ks, keys.Idem(id))
-	}
+	phase, w, ids, ks := claimKeys(o.CustomerID, key, r.now(), r.ttl)
 	c := order.Claim{Nonce: order.Nonce()}
 	mark := "0"
 	if soldOut {
@@ -154,6 +148,22 @@ func (r *Records) refused(c order.Claim, o order.Order, ids []string, res []any)
 	c.OrderID = ids[idx-1]
 	return c, &order.UnknownOutcomeError{OrderID: c.OrderID, RetryAfter: max(limited.RetryAfter, time.Second),
 		Cause: fmt.Errorf("retry over the customer's budget: %w", limited)}
+}
+
+// claimKeys derives what a claim at now sends lua/admit.lua: the key's
+// phase and window, the ids the key names in the windows from two before
+// to one after it, and the keys: the customer's rate budget, then each
+// id's record.
+func claimKeys(customerID, key string, now time.Time, ttl time.Duration) (time.Duration, int64, []string, []string) {
+	phase := order.Phase(customerID, key, ttl)
+	w := order.Window(now.Add(phase), ttl)
+	ids := order.IDsFor(customerID, key, w-2, 4)
+	ks := make([]string, 1, 1+len(ids))
+	ks[0] = keys.CustomerRateOf(ids[0], customerID)
+	for _, id := range ids {
+		ks = append(ks, keys.Idem(id))
+	}
+	return phase, w, ids, ks
 }
 
 // admitReply reads lua/admit.lua's reply: its code and, unless the call

@@ -74,6 +74,12 @@ func CustomerRate(customerID string) string {
 	return "{cust:" + order.TagFor(customerID) + "}:rl:" + customerID
 }
 
+// CustomerRateOf is CustomerRate for a customer whose order id (IDFor)
+// is at hand: the tag is read from the id instead of hashed again.
+func CustomerRateOf(orderID, customerID string) string {
+	return "{cust:" + order.CustomerTag(orderID) + "}:rl:" + customerID
+}
+
 // Lock is the lease key of a distributed lock on name.
 func Lock(name string) string { return "{lock:" + name + "}" }
 

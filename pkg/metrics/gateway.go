@@ -141,3 +141,7 @@ func publishResult(err error) string {
 	}
 	return PublishError
 }
+
+// PublishedBatch records one message the gateway's publisher sent and how
+// many orders it held; it is queue.PublisherOptions.Sent.
+func PublishedBatch(orders int) { publishBatch.Observe(float64(orders)) }

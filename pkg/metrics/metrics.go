@@ -76,6 +76,11 @@ var (
 		Help:    "Time from publish to the broker's confirm (or failure).",
 		Buckets: latencyBuckets,
 	})
+	publishBatch = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "publish_batch_orders",
+		Help:    "Orders per message the gateway sent: the orders published while a confirm was outstanding travel together (1-64).",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+	})
 
 	workerOrders = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "worker_orders_total",
@@ -166,7 +171,7 @@ func init() {
 	Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		httpDuration, reservations, releases, outcomeUnknown, publishes, publishDuration,
+		httpDuration, reservations, releases, outcomeUnknown, publishes, publishDuration, publishBatch,
 		workerOrders, workerDuration, acceptedToInvoiced, buildInfo, retries, deadLetters,
 		reconcileDrift, reconcileRepairs, reconcileRuns, reconcileDuration, reconcileLastSuccess,
 		lockAcquisitions, lockWait, cacheRequests, cacheRebuilds, rateLimited,

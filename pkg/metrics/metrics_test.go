@@ -265,7 +265,7 @@ func TestHandlerServesEveryFamily(t *testing.T) {
 		"surge_retries_total", "surge_dead_letters_total", "surge_reconcile_drift_total",
 		"surge_reconcile_repairs_total", "surge_lock_acquisitions_total", "surge_cache_requests_total",
 		"surge_cache_rebuilds_total", "surge_rate_limit_decisions_total", "go_goroutines",
-		"surge_build_info", "surge_order_accepted_to_invoiced_seconds",
+		"surge_build_info", "surge_order_accepted_to_invoiced_seconds", "surge_publish_batch_orders",
 	} {
 		if !strings.Contains(body, "\n"+name) && !strings.HasPrefix(body, name) {
 			t.Errorf("/metrics lacks %s", name)

@@ -175,3 +175,40 @@ func (e *dlqEnv) invoice(t *testing.T, o order.Order) {
 		t.Fatalf("process %s: %+v %v", o.ID, res, err)
 	}
 }
+
+// parkBatch puts a batched message in the dead queue as the broker parks
+// one past its delivery limit (no surge headers), and returns its id.
+func (e *dlqEnv) parkBatch(t *testing.T, msgID string, orders []order.Order) string {
+	t.Helper()
+	type entry struct {
+		ID    string      `json:"id"`
+		Order order.Order `json:"order"`
+	}
+	var body struct {
+		Orders []entry `json:"orders"`
+	}
+	for _, o := range orders {
+		body.Orders = append(body.Orders, entry{o.ID, o})
+	}
+	raw, _ := json.Marshal(body)
+	pub, err := queue.NewPublisher(e.conn, e.topo, queue.PublisherOptions{Channels: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	msg := amqp.Publishing{MessageId: msgID, ContentType: queue.ContentTypeOrders, DeliveryMode: amqp.Persistent, Body: raw}
+	if err := pub.PublishRaw(context.Background(), e.topo.DeadExchange, e.topo.RoutingKey, msg); err != nil {
+		t.Fatal(err)
+	}
+	letters, err := e.svc.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range letters {
+		if l.OrderID == msgID {
+			return l.ID
+		}
+	}
+	t.Fatalf("batch %s not listed", msgID)
+	return ""
+}

@@ -97,6 +97,9 @@ func (s *DeadLetters) plan(ctx context.Context, req admin.ReplayRequest) (replay
 
 func (s *DeadLetters) planOne(ctx context.Context, dl queue.DeadLetter, named bool) (planned, error) {
 	p := planned{letter: dl, outcome: admin.OutcomeReplayed}
+	if len(dl.OrderIDs) > 0 {
+		return s.planBatch(ctx, p)
+	}
 	if _, err := orderOf(dl); err != nil {
 		if named {
 			return p, order.Invalid("dead letter %s cannot be replayed, its body is not an order (%v): discard it", dl.ID, err)
@@ -113,6 +116,35 @@ func (s *DeadLetters) planOne(ctx context.Context, dl queue.DeadLetter, named bo
 	}
 	p.outcome, p.detail = finalOutcome(rec)
 	p.detail += ", not republished"
+	return p, nil
+}
+
+// planBatch decides for a batched letter (several orders the broker
+// parked in one message): replayed, one message per order, unless MySQL
+// already settled every one of them, in which case the letter is only
+// removed. A replay of a partly settled batch republishes the settled
+// orders too; the worker finds them in MySQL and only acks them.
+func (s *DeadLetters) planBatch(ctx context.Context, p planned) (planned, error) {
+	invoiced, rejected := 0, 0
+	for _, id := range p.letter.OrderIDs {
+		rec, err := s.DB.Order(ctx, id)
+		switch {
+		case errors.Is(err, order.ErrNotFound):
+			p.detail = fmt.Sprintf("%d orders, republished one by one", len(p.letter.OrderIDs))
+			return p, nil
+		case err != nil:
+			return p, fmt.Errorf("check order %s in MySQL before replaying: %w", id, unavailable(err))
+		case order.Status(rec.Status) == order.StatusRejected:
+			rejected++
+		default:
+			invoiced++
+		}
+	}
+	p.outcome = admin.OutcomeAlreadyInvoiced
+	if invoiced == 0 {
+		p.outcome = admin.OutcomeAlreadyRejected
+	}
+	p.detail = fmt.Sprintf("all %d orders settled (%d invoiced, %d rejected), not republished", len(p.letter.OrderIDs), invoiced, rejected)
 	return p, nil
 }
 

@@ -312,3 +312,43 @@ func TestParseSince(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayBatchedLetter: a batch the broker parked whole (its delivery
+// limit) is replayed one message per order; once MySQL settled all of
+// its orders, a replay only removes it.
+func TestReplayBatchedLetter(t *testing.T) {
+	e := newDLQEnv(t)
+	ctx := context.Background()
+	orders := []order.Order{testOrder(e.sku, 1), testOrder(e.sku, 2), testOrder(e.sku, 3)}
+	first := e.parkBatch(t, "batch-1", orders)
+	twin := e.parkBatch(t, "batch-2", orders) // the same orders parked again
+
+	rep, err := e.svc.Replay(ctx, admin.ReplayRequest{IDs: []string{first}, Actor: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{first + " replayed"}, outcomes(rep)); diff != "" {
+		t.Errorf("replay (-want +got):\n%s", diff)
+	}
+	want := []string{orders[0].ID, orders[1].ID, orders[2].ID}
+	if diff := cmp.Diff(want, e.workQueue(t)); diff != "" {
+		t.Errorf("work queue (-want +got):\n%s", diff)
+	}
+
+	for _, o := range orders {
+		e.invoice(t, o)
+	}
+	final, err := e.svc.Replay(ctx, admin.ReplayRequest{IDs: []string{twin}, Actor: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{twin + " already_invoiced"}, outcomes(final)); diff != "" {
+		t.Errorf("replay of a settled batch (-want +got):\n%s", diff)
+	}
+	if got := e.workQueue(t); len(got) != 0 {
+		t.Errorf("settled orders republished: %v", got)
+	}
+	if got := e.ids(t); len(got) != 0 {
+		t.Errorf("dead letters left: %v", got)
+	}
+}

@@ -1,8 +1,13 @@
 package order_test
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"surge/pkg/order"
 )
@@ -29,5 +34,32 @@ func TestIDForCarriesTheCustomerTag(t *testing.T) {
 	}
 	if tag := order.CustomerTag("o_12"); tag != "" {
 		t.Fatalf("CustomerTag of a short id = %q, want empty", tag)
+	}
+}
+
+// TestIDsMatchTheirDerivation: ids, phases and tags are what their doc
+// comments derive (they name orders already in MySQL and Redis, so they
+// never change), at the field limits too.
+func TestIDsMatchTheirDerivation(t *testing.T) {
+	long := strings.Repeat("c", order.MaxCustomerLen)
+	longKey := strings.Repeat("~", order.MaxIdemKeyLen)
+	for _, tc := range []struct{ customer, key string }{{"alice", "k-1"}, {long, longKey}, {"b", ""}} {
+		tagSum := sha256.Sum256([]byte(tc.customer))
+		tag := hex.EncodeToString(tagSum[:4])
+		if got := order.TagFor(tc.customer); got != tag {
+			t.Errorf("TagFor(%q) = %s, want %s", tc.customer, got, tag)
+		}
+		ids := order.IDsFor(tc.customer, tc.key, -1, 4)
+		for i, id := range ids {
+			h := sha256.Sum256([]byte(tc.customer + "\x00" + tc.key + "\x00" + strconv.Itoa(i-1)))
+			if want := "o_" + tag + hex.EncodeToString(h[:8]); id != want {
+				t.Errorf("IDsFor(%q, %q)[%d] = %s, want %s", tc.customer, tc.key, i, id, want)
+			}
+		}
+		ph := sha256.Sum256([]byte("phase\x00" + tc.customer + "\x00" + tc.key))
+		want := time.Duration(binary.BigEndian.Uint64(ph[:8])%86_400_000) * time.Millisecond
+		if got := order.Phase(tc.customer, tc.key, 24*time.Hour); got != want {
+			t.Errorf("Phase(%q, %q) = %v, want %v", tc.customer, tc.key, got, want)
+		}
 	}
 }

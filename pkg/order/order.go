@@ -170,11 +170,27 @@ func IDFor(customerID, idemKey string, window int64) string {
 // IDsFor is IDFor for n windows in a row from the first: the customer's
 // tag is hashed once (a claim looks at the key's ids in four windows).
 func IDsFor(customerID, idemKey string, first int64, n int) []string {
-	prefix := "o_" + TagFor(customerID)
+	const idLen = 2 + 2*orderIDHashBytes
+	// All ids share one string; the hash input is built in place on the
+	// stack (ids, customers and keys are bounded, see the limits above).
+	out := make([]byte, n*idLen)
+	var tag [customerTagBytes]byte
+	tagOf(&tag, customerID)
+	var arr [2*MaxCustomerLen + MaxIdemKeyLen + 24]byte
+	in := append(append(append(append(arr[:0], customerID...), 0), idemKey...), 0)
+	base := len(in)
+	for i := range n {
+		id := out[i*idLen : (i+1)*idLen]
+		id[0], id[1] = 'o', '_'
+		hex.Encode(id[2:], tag[:])
+		in = strconv.AppendInt(in[:base], first+int64(i), 10)
+		h := sha256.Sum256(in)
+		hex.Encode(id[2+2*customerTagBytes:], h[:orderIDHashBytes-customerTagBytes])
+	}
+	all := string(out)
 	ids := make([]string, n)
 	for i := range ids {
-		h := sha256.Sum256([]byte(customerID + "\x00" + idemKey + "\x00" + strconv.FormatInt(first+int64(i), 10)))
-		ids[i] = prefix + hex.EncodeToString(h[:orderIDHashBytes-customerTagBytes])
+		ids[i] = all[i*idLen : (i+1)*idLen]
 	}
 	return ids
 }
@@ -211,7 +227,8 @@ func KeyWindow(customerID, idemKey string, t time.Time, ttl time.Duration) int64
 // pair, from 0 to ttl (whole milliseconds). The scripts that decide the
 // window by the master's clock add it to that clock (lua/admit.lua).
 func Phase(customerID, idemKey string, ttl time.Duration) time.Duration {
-	h := sha256.Sum256([]byte("phase\x00" + customerID + "\x00" + idemKey))
+	var arr [2*MaxCustomerLen + MaxIdemKeyLen + 8]byte
+	h := sha256.Sum256(append(append(append(append(arr[:0], "phase\x00"...), customerID...), 0), idemKey...))
 	ms := uint64(max(ttl.Milliseconds(), 1))
 	return time.Duration(binary.BigEndian.Uint64(h[:8])%ms) * time.Millisecond
 }
@@ -220,8 +237,16 @@ func Phase(customerID, idemKey string, ttl time.Duration) time.Duration {
 // sha256(customer id). The customer's gateway state (rate budget,
 // idempotency records) shares the hash tag {cust:TAG}.
 func TagFor(customerID string) string {
-	h := sha256.Sum256([]byte(customerID))
-	return hex.EncodeToString(h[:customerTagBytes])
+	var tag [customerTagBytes]byte
+	tagOf(&tag, customerID)
+	return hex.EncodeToString(tag[:])
+}
+
+// tagOf puts the first bytes of sha256(customer id) in tag.
+func tagOf(tag *[customerTagBytes]byte, customerID string) {
+	var arr [2 * MaxCustomerLen]byte
+	h := sha256.Sum256(append(arr[:0], customerID...))
+	copy(tag[:], h[:])
 }
 
 // CustomerTag is the tag (TagFor) of the customer an id produced by IDFor

@@ -224,12 +224,16 @@ func (c *Consumer) session(ctx context.Context, jobs chan<- *Delivery, s *settle
 				return nil, delivered, errors.New("subscription cancelled or channel closed")
 			}
 			delivered = true
-			select {
-			case jobs <- newDelivery(raw, s):
-			case <-ctx.Done():
-				// raw stays unacked; closing the channel requeues it.
-				_ = ch.Cancel(tag, false)
-				return ch, delivered, nil
+			for _, d := range deliveriesOf(raw, s) {
+				select {
+				case jobs <- d:
+				case <-ctx.Done():
+					// raw stays unacked (an order of a batch not handed
+					// out never settles it); closing the channel
+					// requeues it.
+					_ = ch.Cancel(tag, false)
+					return ch, delivered, nil
+				}
 			}
 		}
 	}

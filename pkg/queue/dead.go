@@ -19,8 +19,14 @@ type DeadLetter struct {
 	// itself (delivery limit), "b" plus a hash of its content.
 	ID      string
 	OrderID string
-	// SKU is empty when the body is not an order.
+	// SKU is empty when the body is not an order, or is a batch of
+	// orders on several SKUs.
 	SKU string
+	// OrderIDs lists the orders of a batched message (ContentTypeOrders)
+	// the broker dead-lettered whole (its delivery limit); empty for a
+	// single-order letter. OrderID is then the message's id. A replay
+	// republishes each of them as a single-order message.
+	OrderIDs []string
 	// Reason is x-surge-reason, or the broker's reason ("delivery_limit",
 	// "rejected", ...) for a message it dead-lettered.
 	Reason       string
@@ -99,7 +105,7 @@ func ReplayDead(ctx context.Context, conn *Conn, topo Topology, ids []string,
 		}
 		for _, it := range selected {
 			r := ReplayResult{ID: it.letter.ID, OrderID: it.letter.OrderID}
-			r.Err = pub.PublishRaw(ctx, topo.Exchange, topo.RoutingKey, replayPublishing(it))
+			r.Err = replayOne(ctx, pub, topo, it)
 			if r.Err == nil {
 				r.Err = b.remove(it)
 			}
@@ -157,14 +163,39 @@ func DiscardDead(ctx context.Context, conn *Conn, topo Topology, ids []string) (
 	return removed, nil
 }
 
-// replayPublishing is a fresh copy of a dead letter: surge's failure
-// headers and the broker's death records are dropped.
-func replayPublishing(it *heldLetter) amqp.Publishing {
-	h := copyHeaders(it.raw.Headers, func(k string) bool {
-		return isBrokerHeader(k) || strings.HasPrefix(k, "x-surge-")
-	})
-	h[HeaderReplayOf] = it.letter.ID
-	return republishing(it.raw, h)
+// replayOne publishes the copies of one dead letter, each confirmed: the
+// letter, or each order of a batched letter on its own (a crash midway
+// repeats some orders on the next replay, which the worker skips as
+// duplicates).
+func replayOne(ctx context.Context, pub *Publisher, topo Topology, it *heldLetter) error {
+	msgs, err := replayPublishings(it)
+	if err != nil {
+		return err
+	}
+	for _, msg := range msgs {
+		if err := pub.PublishRaw(ctx, topo.Exchange, topo.RoutingKey, msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replayPublishings are fresh copies of a dead letter: surge's failure
+// headers and the broker's death records are dropped. A batched letter
+// gives one single-order message per order.
+func replayPublishings(it *heldLetter) ([]amqp.Publishing, error) {
+	drop := func(k string) bool { return isBrokerHeader(k) || strings.HasPrefix(k, "x-surge-") }
+	msgs := []amqp.Publishing{republishing(it.raw, copyHeaders(it.raw.Headers, drop))}
+	if isBatch(it.raw.ContentType) {
+		var err error
+		if msgs, err = splitPublishings(it.raw, drop); err != nil {
+			return nil, fmt.Errorf("dead letter %s: %w", it.letter.ID, err)
+		}
+	}
+	for i := range msgs {
+		msgs[i].Headers[HeaderReplayOf] = it.letter.ID
+	}
+	return msgs, nil
 }
 
 // selectLetters picks the held letters matching ids and filter, in queue

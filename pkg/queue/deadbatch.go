@@ -221,7 +221,9 @@ func parseDeadLetter(d amqp.Delivery) DeadLetter {
 		ID  string `json:"order_id"`
 		SKU string `json:"sku"`
 	}
-	if json.Unmarshal(d.Body, &body) == nil {
+	if isBatch(d.ContentType) {
+		dl.OrderIDs, dl.SKU = batchOrders(d.Body)
+	} else if json.Unmarshal(d.Body, &body) == nil {
 		dl.SKU = body.SKU
 		if dl.OrderID == "" {
 			dl.OrderID = body.ID
@@ -263,4 +265,27 @@ func contentID(d amqp.Delivery, h amqp.Table) string {
 	fmt.Fprintf(sum, "%s\x00%s\x00%d\x00%d", headerString(death, "queue"), headerString(death, "reason"),
 		unix, headerInt(death, "count"))
 	return "b" + hex.EncodeToString(sum.Sum(nil))[:25]
+}
+
+// batchOrders lists a batched body's order ids, and their SKU when they
+// share one.
+func batchOrders(body []byte) (ids []string, sku string) {
+	entries, err := decodeBatch(body)
+	if err != nil {
+		return nil, ""
+	}
+	for i, e := range entries {
+		ids = append(ids, e.ID)
+		var o struct {
+			SKU string `json:"sku"`
+		}
+		_ = json.Unmarshal(e.Order, &o)
+		switch {
+		case i == 0:
+			sku = o.SKU
+		case o.SKU != sku:
+			sku = ""
+		}
+	}
+	return ids, sku
 }

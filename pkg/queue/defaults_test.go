@@ -42,9 +42,10 @@ func TestPublisherOptionsDefaults(t *testing.T) {
 		in   PublisherOptions
 		want PublisherOptions
 	}{
-		{"zero", PublisherOptions{}, PublisherOptions{Channels: 8, ConfirmTimeout: 2 * time.Second, Now: time.Now}},
-		{"set", PublisherOptions{Channels: 1, ConfirmTimeout: time.Second, Now: fixedNow},
-			PublisherOptions{Channels: 1, ConfirmTimeout: time.Second, Now: fixedNow}},
+		{"zero", PublisherOptions{}, PublisherOptions{Channels: 8, ConfirmTimeout: 2 * time.Second, Now: time.Now,
+			InFlight: 2, MaxBatch: MaxBatch}},
+		{"set", PublisherOptions{Channels: 1, ConfirmTimeout: time.Second, Now: fixedNow, InFlight: 1, MaxBatch: 1},
+			PublisherOptions{Channels: 1, ConfirmTimeout: time.Second, Now: fixedNow, InFlight: 1, MaxBatch: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,6 +62,12 @@ func TestPublisherOptionsDefaults(t *testing.T) {
 	}
 	if err := (PublisherOptions{Channels: -1}).validate(); err == nil {
 		t.Error("a negative pool size was accepted")
+	}
+	if err := (PublisherOptions{MaxBatch: MaxBatch + 1}).validate(); err == nil {
+		t.Error("a batch bound over MaxBatch was accepted")
+	}
+	if err := (PublisherOptions{InFlight: -1}).validate(); err == nil {
+		t.Error("a negative in-flight count was accepted")
 	}
 }
 

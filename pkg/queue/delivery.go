@@ -26,12 +26,17 @@ type settler struct {
 	now   func() time.Time
 }
 
-// Delivery is one message from the work queue. Settle it with exactly one
-// of Ack, Retry or Dead; they are safe to call from any goroutine.
+// Delivery is one order from the work queue: a single-order message, or
+// one order of a batched message (ContentTypeOrders), which the consumer
+// splits into one Delivery per order. Settle it with exactly one of Ack,
+// Retry or Dead; they are safe to call from any goroutine. A batched
+// message is acked once each of its orders is settled; a Retry or Dead of
+// one order publishes that order alone, so the others are not repeated.
 type Delivery struct {
-	// Body is the message body (an order as JSON, unless malformed).
+	// Body is the order as JSON (unless malformed).
 	Body []byte
-	// Headers are the message headers, including surge's x-surge-*.
+	// Headers are the message headers, including surge's x-surge-*; for
+	// an order of a batch, the message's plus the order's own.
 	Headers amqp.Table
 	// MessageID is the order id the publisher set.
 	MessageID string
@@ -39,7 +44,10 @@ type Delivery struct {
 	// died or lost its connection without settling it).
 	Redelivered bool
 
+	// raw is the message, or for an order of a batch its single-order
+	// view (no acknowledger: it settles through batch).
 	raw     amqp.Delivery
+	batch   *batchMessage
 	s       *settler
 	settled atomic.Bool
 }
@@ -47,6 +55,70 @@ type Delivery struct {
 func newDelivery(raw amqp.Delivery, s *settler) *Delivery {
 	return &Delivery{Body: raw.Body, Headers: raw.Headers, MessageID: raw.MessageId,
 		Redelivered: raw.Redelivered, raw: raw, s: s}
+}
+
+// deliveriesOf splits a message into its orders: one Delivery for a
+// single-order message, and for a batched one a Delivery per order. A
+// batch whose body cannot be read is one Delivery, which the handler
+// parks as malformed.
+func deliveriesOf(raw amqp.Delivery, s *settler) []*Delivery {
+	if !isBatch(raw.ContentType) {
+		return []*Delivery{newDelivery(raw, s)}
+	}
+	entries, err := decodeBatch(raw.Body)
+	if err != nil {
+		return []*Delivery{newDelivery(raw, s)}
+	}
+	b := &batchMessage{raw: raw}
+	b.left.Store(int32(len(entries)))
+	out := make([]*Delivery, len(entries))
+	for i, e := range entries {
+		d := newDelivery(entryDelivery(raw, e, nil), s)
+		d.batch = b
+		out[i] = d
+	}
+	return out
+}
+
+// batchMessage is a batched message whose orders are being settled: it
+// is acked once all of them are, or requeued whole if one of them had to
+// be put back (its retry or dead-letter copy could not be published).
+type batchMessage struct {
+	raw     amqp.Delivery
+	left    atomic.Int32
+	requeue atomic.Bool
+}
+
+// settled records one order settled; the last one settles the message.
+func (b *batchMessage) settled(requeue bool) error {
+	if requeue {
+		b.requeue.Store(true)
+	}
+	if b.left.Add(-1) > 0 {
+		return nil
+	}
+	if b.requeue.Load() {
+		return b.raw.Nack(false, true)
+	}
+	return b.raw.Ack(false)
+}
+
+// ack acknowledges the message, or this order of its batch.
+func (d *Delivery) ack() error {
+	if d.batch != nil {
+		return d.batch.settled(false)
+	}
+	return d.raw.Ack(false)
+}
+
+// requeue puts the message back, or marks this order's batch to be put
+// back whole once its other orders are settled (a redelivered batch is
+// split again; the orders already processed are duplicates).
+func (d *Delivery) requeue() error {
+	if d.batch != nil {
+		return d.batch.settled(true)
+	}
+	return d.raw.Nack(false, true)
 }
 
 // Order decodes and validates the body. A body that is not an order, or
@@ -75,7 +147,7 @@ func (d *Delivery) Ack() error {
 	if !d.settled.CompareAndSwap(false, true) {
 		return ErrAlreadySettled
 	}
-	if err := d.raw.Ack(false); err != nil {
+	if err := d.ack(); err != nil {
 		return fmt.Errorf("ack %s: %w: %w", d.MessageID, order.ErrUnavailable, err)
 	}
 	return nil
@@ -122,12 +194,12 @@ func (d *Delivery) park(reason string, cause error, attempts int) error {
 func (d *Delivery) republish(exchange, key string, msg amqp.Publishing, action string) error {
 	ctx := context.Background()
 	if err := d.s.pub.PublishRaw(ctx, exchange, key, msg); err != nil {
-		if nerr := d.raw.Nack(false, true); nerr != nil {
+		if nerr := d.requeue(); nerr != nil {
 			err = errors.Join(err, fmt.Errorf("requeue: %w", nerr))
 		}
 		return fmt.Errorf("%s %s: %w", action, d.MessageID, err)
 	}
-	if err := d.raw.Ack(false); err != nil {
+	if err := d.ack(); err != nil {
 		return fmt.Errorf("%s %s: ack original: %w: %w", action, d.MessageID, order.ErrUnavailable, err)
 	}
 	return nil

@@ -24,6 +24,15 @@
 // confirmed copy before acking the original (a crash in between
 // duplicates, never loses; the worker is idempotent by order id).
 //
+// # Messages
+//
+// An order travels as JSON (ContentTypeJSON, MessageId = the order id),
+// or together with the orders published while a confirm was outstanding
+// in one ContentTypeOrders message (coalesce.go, batch.go). The consumer
+// hands each order of such a message to the handler as its own Delivery
+// and acks the message once every one is settled; retries and dead
+// letters of one order are single-order messages.
+//
 // # Headers
 //
 // Retried and parked messages carry HeaderAttempts, HeaderLastError,

@@ -24,8 +24,20 @@ type PublisherOptions struct {
 	Now func() time.Time
 	// Headers, when set, gives the headers of each order Publish sends,
 	// from the publisher's context: the trace context (telemetry). Nil
-	// adds none.
+	// adds none. In a batched message an order keeps its string-valued
+	// headers only.
 	Headers func(ctx context.Context) amqp.Table
+	// InFlight is how many messages of Publish may wait for their confirm
+	// at once; orders published meanwhile are coalesced (see coalesce.go).
+	// Default 2.
+	InFlight int
+	// MaxBatch bounds the orders coalesced into one message, 1-MaxBatch.
+	// 1 sends every order in its own message. Default MaxBatch.
+	MaxBatch int
+	// Sent, when set, is told how many orders each message of Publish
+	// held, once the message is settled (a metric of coalescing). Nil:
+	// nobody is told.
+	Sent func(orders int)
 }
 
 func (o *PublisherOptions) setDefaults() {
@@ -38,13 +50,20 @@ func (o *PublisherOptions) setDefaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.InFlight == 0 {
+		o.InFlight = 2
+	}
+	if o.MaxBatch == 0 {
+		o.MaxBatch = MaxBatch
+	}
 }
 
-// validate rejects what no default replaces: a negative pool size or
-// confirm timeout.
+// validate rejects what no default replaces: a negative pool size, confirm
+// timeout or in-flight count, or a batch bound outside 0-MaxBatch.
 func (o PublisherOptions) validate() error {
-	if o.Channels < 0 || o.ConfirmTimeout < 0 {
-		return fmt.Errorf("channels=%d confirm timeout=%v: %w", o.Channels, o.ConfirmTimeout, order.ErrInvalid)
+	if o.Channels < 0 || o.ConfirmTimeout < 0 || o.InFlight < 0 || o.MaxBatch < 0 || o.MaxBatch > MaxBatch {
+		return fmt.Errorf("channels=%d confirm timeout=%v in flight=%d max batch=%d (at most %d): %w",
+			o.Channels, o.ConfirmTimeout, o.InFlight, o.MaxBatch, MaxBatch, order.ErrInvalid)
 	}
 	return nil
 }
@@ -60,6 +79,7 @@ type Publisher struct {
 	topo  Topology
 	opts  PublisherOptions
 	slots chan *confirmChannel // nil entries are not opened yet
+	co    coalescer
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -107,13 +127,15 @@ var (
 	ErrConfirmLost = errors.New("channel closed before the confirm")
 )
 
-// Publish sends o as JSON to the order exchange with MessageId = o.ID. It
-// returns nil only once the broker acked the message into a queue. A
-// failure wraps order.ErrUnavailable when the message is certainly in no
-// queue (not written, nacked, returned, broker down or blocking) and
-// order.ErrOutcomeUnknown when it may be (written, then no confirm in
-// time, the channel lost, or ctx ended while waiting); an invalid order
-// wraps order.ErrInvalid.
+// Publish sends o as JSON to the order exchange: alone (MessageId = o.ID)
+// or, when other publishes are waiting for their confirm, together with
+// the orders that arrived meanwhile in one ContentTypeOrders message (see
+// coalesce.go). It returns nil only once the broker acked the message
+// holding o into a queue. A failure wraps order.ErrUnavailable when o is
+// certainly in no queue (not written, nacked, returned, broker down or
+// blocking) and order.ErrOutcomeUnknown when it may be (written, then no
+// confirm in time, the channel lost, or ctx ended while waiting); an
+// invalid order wraps order.ErrInvalid.
 func (p *Publisher) Publish(ctx context.Context, o order.Order) error {
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("publish order: %w", err)
@@ -125,18 +147,36 @@ func (p *Publisher) Publish(ctx context.Context, o order.Order) error {
 	if err != nil {
 		return fmt.Errorf("publish order %s: encode: %w", o.ID, err)
 	}
-	msg := amqp.Publishing{
-		ContentType:  ContentTypeJSON,
-		DeliveryMode: amqp.Persistent,
-		MessageId:    o.ID,
-		Timestamp:    p.opts.Now(),
-		Body:         body,
-	}
+	pp := &pendingPublish{id: o.ID, body: body, done: make(chan error, 1)}
 	if p.opts.Headers != nil {
-		msg.Headers = p.opts.Headers(ctx)
+		pp.headers = p.opts.Headers(ctx)
+		if err := pp.headers.Validate(); err != nil {
+			return fmt.Errorf("publish order %s: headers: %w", o.ID, err)
+		}
 	}
-	if err := p.publish(ctx, p.topo.Exchange, p.topo.RoutingKey, msg); err != nil {
+	if err := p.refuseEarly(ctx); err != nil {
 		return fmt.Errorf("publish order %s: %w", o.ID, err)
+	}
+	p.submit(pp)
+	if err := p.await(ctx, pp); err != nil {
+		return fmt.Errorf("publish order %s: %w", o.ID, err)
+	}
+	return nil
+}
+
+// refuseEarly fails a publish that certainly cannot be written now: ctx
+// already ended, the publisher closed, the broker blocking publishers.
+func (p *Publisher) refuseEarly(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return unavailable(err)
+	}
+	select {
+	case <-p.closed:
+		return fmt.Errorf("%w: publisher closed", order.ErrUnavailable)
+	default:
+	}
+	if p.conn.Blocked() {
+		return unavailable(ErrBlocked)
 	}
 	return nil
 }

@@ -1,0 +1,469 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"surge/internal/testenv"
+	"surge/pkg/order"
+)
+
+// publishAll publishes n test orders at once and returns each one's error.
+func publishAll(t testing.TB, pub *Publisher, n int) []error {
+	t.Helper()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = pub.Publish(context.Background(), testOrder(i))
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// drainOrders takes every message of queue and counts the orders they
+// hold (a batch split as the consumer splits it), and the batches.
+func drainOrders(t testing.TB, conn *Conn, queue string) (orders map[string]int, messages, batches int) {
+	t.Helper()
+	orders = map[string]int{}
+	for {
+		d, ok := getOne(t, conn, queue)
+		if !ok {
+			return orders, messages, batches
+		}
+		messages++
+		if isBatch(d.ContentType) {
+			batches++
+		}
+		for _, part := range deliveriesOf(d, nil) {
+			o, err := part.Order()
+			if err != nil {
+				t.Fatalf("message %s: %v", d.MessageId, err)
+			}
+			if o.ID != part.MessageID {
+				t.Errorf("order %s delivered as message id %s", o.ID, part.MessageID)
+			}
+			orders[o.ID]++
+		}
+	}
+}
+
+// boundQueue replaces topo's work queue by one that refuses (nacks)
+// publishes once it holds max messages.
+func boundQueue(t testing.TB, conn *Conn, topo Topology, max int) {
+	t.Helper()
+	withChannel(t, conn, func(ch *amqp.Channel) {
+		if _, err := ch.QueueDelete(topo.Queue, false, false, false); err != nil {
+			t.Fatal(err)
+		}
+		args := amqp.Table{"x-queue-type": "quorum", "x-max-length": int64(max), "x-overflow": "reject-publish"}
+		if _, err := ch.QueueDeclare(topo.Queue, true, false, false, false, args); err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.QueueBind(topo.Queue, topo.RoutingKey, topo.Exchange, false, nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestConcurrentPublishesCoalesced: publishes that arrive while a confirm
+// is outstanding leave in fewer messages, and every order is confirmed
+// and held exactly once.
+func TestConcurrentPublishesCoalesced(t *testing.T) {
+	const n = 300
+	conn := dialTest(t, testenv.AMQPURL(t))
+	topo := testTopology(t, conn)
+	var mu sync.Mutex
+	sent := map[string]int{}
+	pub := newTestPublisher(t, conn, topo, PublisherOptions{InFlight: 1, Sent: func(orders int) {
+		mu.Lock()
+		defer mu.Unlock()
+		sent["messages"]++
+		sent["orders"] += orders
+	}})
+	for i, err := range publishAll(t, pub, n) {
+		if err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+	}
+	orders, messages, batches := drainOrders(t, conn, topo.Queue)
+	mu.Lock()
+	if sent["messages"] != messages || sent["orders"] != n {
+		t.Errorf("Sent told of %d messages, %d orders; want %d, %d", sent["messages"], sent["orders"], messages, n)
+	}
+	mu.Unlock()
+	for i := range n {
+		if c := orders[testOrder(i).ID]; c != 1 {
+			t.Errorf("order %d held %d times, want 1", i, c)
+		}
+	}
+	if len(orders) != n || batches == 0 || messages >= n {
+		t.Fatalf("%d orders in %d messages (%d batched), want %d orders in fewer messages", len(orders), messages, batches, n)
+	}
+	t.Logf("%d orders in %d messages", n, messages)
+}
+
+// TestNackFailsExactlyItsOrders: when the broker refuses some messages,
+// an order's publish returns nil exactly when its order is in the queue,
+// and the others fail as certainly not taken (nacked), never unknown.
+func TestNackFailsExactlyItsOrders(t *testing.T) {
+	const n = 300 // more than 2 messages of MaxBatch can hold
+	conn := dialTest(t, testenv.AMQPURL(t))
+	topo := testTopology(t, conn)
+	boundQueue(t, conn, topo, 2)
+	pub := newTestPublisher(t, conn, topo, PublisherOptions{InFlight: 1})
+	errs := publishAll(t, pub, n)
+	orders, _, _ := drainOrders(t, conn, topo.Queue)
+	confirmed, nacked := 0, 0
+	for i, err := range errs {
+		held := orders[testOrder(i).ID]
+		switch {
+		case err == nil && held == 1:
+			confirmed++
+		case err != nil && held == 0 && isUnavailable(err) && errors.Is(err, ErrNacked) &&
+			!errors.Is(err, order.ErrOutcomeUnknown):
+			nacked++
+		default:
+			t.Errorf("order %d: publish %v, held %d times", i, err, held)
+		}
+	}
+	if confirmed == 0 || nacked == 0 {
+		t.Fatalf("%d confirmed, %d nacked: want both", confirmed, nacked)
+	}
+}
+
+// TestReturnFailsEveryOrderOfTheMessage: an unroutable batch fails each of
+// its orders as returned, not taken.
+func TestReturnFailsEveryOrderOfTheMessage(t *testing.T) {
+	const n = 100
+	conn := dialTest(t, testenv.AMQPURL(t))
+	topo := testTopology(t, conn)
+	lonely := topo
+	lonely.RoutingKey = testenv.Unique("t.unbound.")
+	pub := newTestPublisher(t, conn, lonely, PublisherOptions{InFlight: 1})
+	for i, err := range publishAll(t, pub, n) {
+		if !isUnavailable(err) || !errors.Is(err, ErrReturned) {
+			t.Errorf("order %d: %v, want returned (unavailable)", i, err)
+		}
+	}
+	if d := depth(t, conn, topo.Queue); d != 0 {
+		t.Errorf("work queue holds %d messages, want 0", d)
+	}
+}
+
+// publishBatch publishes the orders as one batched message.
+func publishBatch(t testing.TB, conn *Conn, topo Topology, exchange string, orders ...order.Order) string {
+	t.Helper()
+	var batch []*pendingPublish
+	for _, o := range orders {
+		batch = append(batch, &pendingPublish{id: o.ID, body: mustJSON(t, o),
+			headers: amqp.Table{"traceparent": "00-" + o.ID}})
+	}
+	body, err := appendBatch(nil, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := testenv.Unique("batch-")
+	pub := newTestPublisher(t, conn, topo, PublisherOptions{Channels: 1})
+	msg := amqp.Publishing{ContentType: ContentTypeOrders, DeliveryMode: amqp.Persistent, MessageId: id, Body: body}
+	if err := pub.PublishRaw(context.Background(), exchange, topo.RoutingKey, msg); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestBatchSplitPoisonParkedAlone: each order of a batch is its own
+// delivery; the one that fails is parked alone, as a single-order message,
+// and the batch leaves the work queue once every order is settled.
+func TestBatchSplitPoisonParkedAlone(t *testing.T) {
+	conn := dialTest(t, testenv.AMQPURL(t))
+	topo := testTopology(t, conn)
+	orders := []order.Order{testOrder(1), testOrder(2), testOrder(3), testOrder(4)}
+	poison := orders[2].ID
+	publishBatch(t, conn, topo, topo.Exchange, orders...)
+
+	var mu sync.Mutex
+	seen := map[string]string{}
+	all := make(chan struct{})
+	stop := runConsumer(t, conn, topo, ConsumerOptions{}, func(ctx context.Context, d *Delivery) {
+		o, err := d.Order()
+		if err != nil {
+			t.Errorf("decode %s: %v", d.MessageID, err)
+		}
+		var serr error
+		if o.ID == poison {
+			serr = d.Dead(order.ReasonMalformed, errors.New("poison"))
+		} else {
+			serr = d.Ack()
+		}
+		if serr != nil {
+			t.Errorf("settle %s: %v", o.ID, serr)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		seen[d.MessageID] = headerString(d.Headers, "traceparent")
+		if len(seen) == len(orders) {
+			close(all)
+		}
+	})
+	receive(t, all)
+	stop()
+	for _, o := range orders {
+		if seen[o.ID] != "00-"+o.ID {
+			t.Errorf("order %s delivered with trace header %q", o.ID, seen[o.ID])
+		}
+	}
+	if d := depth(t, conn, topo.Queue); d != 0 {
+		t.Errorf("work queue holds %d messages, want 0 (the batch acked)", d)
+	}
+	dead, ok := getOne(t, conn, topo.DeadQueue)
+	if !ok || dead.MessageId != poison || dead.ContentType != ContentTypeJSON || headerString(dead.Headers, HeaderReason) != order.ReasonMalformed {
+		t.Fatalf("dead letter %q (%s, reason %q), want %s alone", dead.MessageId, dead.ContentType, headerString(dead.Headers, HeaderReason), poison)
+	}
+	if more, ok := getOne(t, conn, topo.DeadQueue); ok {
+		t.Errorf("a second dead letter %s", more.MessageId)
+	}
+}
+
+// TestBatchRetryOfOneOrderTravelsAlone: a retried order comes back as a
+// single-order message with its attempt counted; the others are not
+// repeated.
+func TestBatchRetryOfOneOrderTravelsAlone(t *testing.T) {
+	conn := dialTest(t, testenv.AMQPURL(t))
+	topo := testTopology(t, conn)
+	orders := []order.Order{testOrder(1), testOrder(2), testOrder(3)}
+	flaky := orders[0].ID
+	publishBatch(t, conn, topo, topo.Exchange, orders...)
+
+	var mu sync.Mutex
+	seen := map[string][]int{}
+	done := make(chan struct{})
+	stop := runConsumer(t, conn, topo, ConsumerOptions{}, func(ctx context.Context, d *Delivery) {
+		mu.Lock()
+		seen[d.MessageID] = append(seen[d.MessageID], d.Attempts())
+		first := len(seen[d.MessageID]) == 1
+		mu.Unlock()
+		if d.MessageID == flaky && first {
+			if err := d.Retry(errors.New("transient")); err != nil {
+				t.Errorf("retry: %v", err)
+			}
+			return
+		}
+		if err := d.Ack(); err != nil {
+			t.Errorf("ack: %v", err)
+		}
+		if d.MessageID == flaky {
+			close(done)
+		}
+	})
+	receive(t, done)
+	stop()
+	want := map[string][]int{orders[0].ID: {0, 1}, orders[1].ID: {0}, orders[2].ID: {0}}
+	for id, attempts := range want {
+		if got := seen[id]; len(got) != len(attempts) || got[len(got)-1] != attempts[len(attempts)-1] {
+			t.Errorf("order %s delivered with attempts %v, want %v", id, got, attempts)
+		}
+	}
+	if d := depth(t, conn, topo.Queue); d != 0 {
+		t.Errorf("work queue holds %d messages, want 0", d)
+	}
+}
+
+// TestRedeliveredBatchSplitAgain: a batch whose consumer lost its
+// connection before every order was settled comes back whole, redelivered,
+// and is split again.
+func TestRedeliveredBatchSplitAgain(t *testing.T) {
+	url := testenv.AMQPURL(t)
+	setup := dialTest(t, url)
+	topo := testTopology(t, setup)
+	orders := []order.Order{testOrder(1), testOrder(2), testOrder(3)}
+	stuck := orders[1].ID
+	publishBatch(t, setup, topo, topo.Exchange, orders...)
+
+	px := newProxy(t, "127.0.0.1:5672")
+	conn := dialTest(t, px.url())
+	release := make(chan struct{})
+	firstPass := make(chan string, len(orders))
+	var mu sync.Mutex
+	var redelivered []string
+	all := make(chan struct{})
+	var once sync.Once
+	stop := runConsumer(t, conn, topo, ConsumerOptions{}, func(ctx context.Context, d *Delivery) {
+		if !d.Redelivered {
+			if d.MessageID == stuck {
+				firstPass <- d.MessageID
+				<-release // the connection is cut meanwhile
+				_ = d.Ack()
+				return
+			}
+			if err := d.Ack(); err != nil {
+				t.Errorf("ack %s: %v", d.MessageID, err)
+			}
+			firstPass <- d.MessageID
+			return
+		}
+		if err := d.Ack(); err != nil {
+			t.Errorf("ack redelivered %s: %v", d.MessageID, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		redelivered = append(redelivered, d.MessageID)
+		if len(redelivered) == len(orders) {
+			once.Do(func() { close(all) })
+		}
+	})
+	for range orders {
+		receive(t, firstPass)
+	}
+	px.cut(false)
+	close(release)
+	receive(t, all)
+	stop()
+	if d := depth(t, setup, topo.Queue); d != 0 {
+		t.Errorf("work queue holds %d messages, want 0", d)
+	}
+}
+
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestReplayBatchedDeadLetter: a batch the broker parked whole is listed
+// with its orders and replayed as one single-order message per order.
+func TestReplayBatchedDeadLetter(t *testing.T) {
+	conn := dialTest(t, testenv.AMQPURL(t))
+	topo := testTopology(t, conn)
+	orders := []order.Order{testOrder(1), testOrder(2), testOrder(3)}
+	publishBatch(t, conn, topo, topo.DeadExchange, orders...)
+
+	dead, err := ListDead(context.Background(), conn, topo)
+	if err != nil || len(dead) != 1 {
+		t.Fatalf("list: %d letters, %v; want 1", len(dead), err)
+	}
+	dl := dead[0]
+	if len(dl.OrderIDs) != 3 || dl.OrderIDs[0] != orders[0].ID || dl.SKU != "sku-1" {
+		t.Fatalf("letter orders %v sku %q, want the batch's 3 orders on sku-1", dl.OrderIDs, dl.SKU)
+	}
+	res, err := ReplayDead(context.Background(), conn, topo, []string{dl.ID}, nil, false)
+	if err != nil || len(res) != 1 || !res[0].Replayed {
+		t.Fatalf("replay: %+v, %v", res, err)
+	}
+	got := map[string]bool{}
+	for range orders {
+		d, ok := getOne(t, conn, topo.Queue)
+		if !ok {
+			t.Fatalf("only %d replayed messages", len(got))
+		}
+		if d.ContentType != ContentTypeJSON || headerString(d.Headers, HeaderReplayOf) != dl.ID ||
+			headerString(d.Headers, "traceparent") != "00-"+d.MessageId {
+			t.Errorf("replayed %s: type %s, headers %v", d.MessageId, d.ContentType, d.Headers)
+		}
+		got[d.MessageId] = true
+	}
+	for _, o := range orders {
+		if !got[o.ID] {
+			t.Errorf("order %s not replayed", o.ID)
+		}
+	}
+	if n := depth(t, conn, topo.DeadQueue); n != 0 {
+		t.Errorf("dead queue holds %d, want 0", n)
+	}
+}
+
+// TestQueuedOrderWithdrawnAtItsDeadline: an order still waiting for a
+// sender when its caller's deadline passes was never written: it is
+// withdrawn and answered unavailable, and no later message carries it.
+func TestQueuedOrderWithdrawnAtItsDeadline(t *testing.T) {
+	p := newPublisher(&Conn{}, Topology{}, PublisherOptions{InFlight: 1, ConfirmTimeout: time.Hour})
+	p.co.senders = 1 // the one sender allowed is busy with another message
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := p.Publish(ctx, testOrder(1))
+	if !isUnavailable(err) || errors.Is(err, order.ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("publish = %v, want unavailable (not written) after its deadline", err)
+	}
+	if n := len(p.take()); n != 0 {
+		t.Fatalf("the next message would carry %d withdrawn orders", n)
+	}
+}
+
+// TestTakenOrderIsUnknownAtItsDeadline: once a sender took the order, a
+// caller whose deadline passes cannot tell whether the broker has it.
+func TestTakenOrderIsUnknownAtItsDeadline(t *testing.T) {
+	p := newPublisher(&Conn{}, Topology{}, PublisherOptions{InFlight: 1, ConfirmTimeout: time.Hour})
+	p.co.senders = 1
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() { errs <- p.Publish(ctx, testOrder(1)) }()
+	waitFor(t, func() bool {
+		p.co.mu.Lock()
+		defer p.co.mu.Unlock()
+		return len(p.co.queue) == 1
+	})
+	if batch := p.take(); len(batch) != 1 {
+		t.Fatalf("took %d orders, want 1", len(batch))
+	}
+	cancel()
+	if err := receive(t, errs); !errors.Is(err, order.ErrOutcomeUnknown) || isUnavailable(err) {
+		t.Fatalf("publish = %v, want an unknown outcome", err)
+	}
+}
+
+// TestSingleOrderMessagesStillConsumed: a message of a gateway that sends
+// one order per message (an older version, or SURGE_PUBLISH_MAX_BATCH=1)
+// is consumed beside batched ones, each order once.
+func TestSingleOrderMessagesStillConsumed(t *testing.T) {
+	conn := dialTest(t, testenv.AMQPURL(t))
+	topo := testTopology(t, conn)
+	old := newTestPublisher(t, conn, topo, PublisherOptions{Channels: 1})
+	single := testOrder(9)
+	msg := amqp.Publishing{ContentType: ContentTypeJSON, DeliveryMode: amqp.Persistent, MessageId: single.ID, Body: mustJSON(t, single)}
+	if err := old.PublishRaw(context.Background(), topo.Exchange, topo.RoutingKey, msg); err != nil {
+		t.Fatal(err)
+	}
+	batched := []order.Order{testOrder(1), testOrder(2)}
+	publishBatch(t, conn, topo, topo.Exchange, batched...)
+
+	var mu sync.Mutex
+	seen := map[string]int{}
+	all := make(chan struct{})
+	stop := runConsumer(t, conn, topo, ConsumerOptions{}, func(ctx context.Context, d *Delivery) {
+		o, err := d.Order()
+		if err != nil || o.ID != d.MessageID {
+			t.Errorf("delivery %s: order %s, %v", d.MessageID, o.ID, err)
+		}
+		if err := d.Ack(); err != nil {
+			t.Errorf("ack: %v", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		seen[o.ID]++
+		if len(seen) == 3 && seen[o.ID] == 1 {
+			close(all)
+		}
+	})
+	receive(t, all)
+	stop()
+	for _, o := range append(batched, single) {
+		if seen[o.ID] != 1 {
+			t.Errorf("order %s consumed %d times", o.ID, seen[o.ID])
+		}
+	}
+	if d := depth(t, conn, topo.Queue); d != 0 {
+		t.Errorf("work queue holds %d messages, want 0", d)
+	}
+}
