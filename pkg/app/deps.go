@@ -53,9 +53,15 @@ type needs struct {
 func openEngines(ctx context.Context, c config.Common, name string, log *slog.Logger, n needs) (*engines, error) {
 	e := &engines{}
 	e.redis = cluster.New(c.Redis.Options())
-	if err := stock.LoadScripts(ctx, e.redis.ClusterClient); err != nil {
+	// A master down or cut off at start (its slots failing over) must not
+	// keep a restarted gateway or worker down with it.
+	skipped, err := stock.LoadScriptsReachable(ctx, e.redis.ClusterClient)
+	if err != nil {
 		e.close()
 		return nil, fmt.Errorf("redis cluster: %w", err)
+	}
+	if len(skipped) > 0 {
+		log.Warn("redis masters unreachable at start: their scripts load at first use", "masters", skipped)
 	}
 	fast, err := e.redis.Batched()
 	if err != nil {

@@ -105,14 +105,7 @@ func seconds(d time.Duration) string {
 // sends only EVALSHA. Nodes that restart later get the script again through
 // go-redis's EVAL fallback.
 func LoadScripts(ctx context.Context, rdb *redis.ClusterClient) error {
-	return rdb.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-		for _, s := range lua.All() {
-			if err := s.Load(ctx, n).Err(); err != nil {
-				return fmt.Errorf("load script on %s: %w", n.Options().Addr, err)
-			}
-		}
-		return nil
-	})
+	return rdb.ForEachMaster(ctx, loadOn)
 }
 
 // Reserve moves o.Qty units of o.SKU from avail into a reservation held by
