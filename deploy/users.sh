@@ -258,18 +258,30 @@ msql() {
 		-u "${SURGE_MYSQL_ROOT_USER:-root}" --batch --skip-column-names "$@"
 }
 
-# migrate_if_needed applies the migrations when the grants' tables are missing.
+# grant_tables_missing lists the tables deploy/mysql-grants.sql grants on that the database lacks.
+grant_tables_missing() {
+	local t n
+	for t in $(grep -o '`{db}`\.`[A-Za-z0-9_]*`' "$GRANTS_FILE" | sed 's/.*\.`\(.*\)`/\1/' | sort -u); do
+		n="$(msql -e "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '$DATABASE' AND table_name = '$t'")"
+		[[ "$n" != 0 ]] || printf '%s ' "$t"
+	done
+}
+
+# migrate_if_needed applies the migrations when a table the grants name is missing: a database
+# with no schema yet, or one migrated by an older build.
 migrate_if_needed() {
-	local n
-	n="$(msql -e "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '$DATABASE' AND table_name = 'products'")"
-	[[ "$n" == 0 ]] || return 0
-	log "mysql: database $DATABASE has no schema yet; migrating"
+	local missing
+	missing="$(grant_tables_missing)"
+	[[ -n "$missing" ]] || return 0
+	log "mysql: database $DATABASE lacks ${missing% }; migrating"
 	local dsn="${SURGE_MYSQL_ROOT_USER:-root}${SURGE_MYSQL_ROOT_PASSWORD:+:$SURGE_MYSQL_ROOT_PASSWORD}@tcp($MYSQL_ADDR)/$DATABASE"
 	if [[ -x "$REPO_ROOT/bin/opsctl" ]]; then
 		SURGE_MYSQL_DSN="$dsn" "$REPO_ROOT/bin/opsctl" migrate
 	else
 		(cd "$REPO_ROOT" && SURGE_MYSQL_DSN="$dsn" go run ./services/opsctl migrate)
 	fi
+	missing="$(grant_tables_missing)"
+	[[ -z "$missing" ]] || die "mysql: $DATABASE still lacks ${missing% } after migrating (bin/opsctl older than sql/? make build)"
 }
 
 apply_mysql() {
