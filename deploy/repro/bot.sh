@@ -16,11 +16,14 @@
 #   SURGE_REPRO_TARGET=up deploy/repro/bot.sh  the same against `make up`
 #
 # Environment: SURGE_REPRO_TARGET (private; pipeline.sh says what each means),
-# SURGE_REPRO_BOT_RATE (800), SURGE_REPRO_BUYERS (214, one every 20 ms), SURGE_REPRO_DIR.
+# SURGE_REPRO_BOT_RATE (800), SURGE_REPRO_BUYERS (214, one every 20 ms), SURGE_REPRO_DIR,
+# SURGE_REPRO_MAX_PER_CUSTOMER (none: the SKU's purchase limit per customer, set with its first load;
+# the restock keeps it).
 set -euo pipefail
 
 RATE="${SURGE_REPRO_BOT_RATE:-800}"
 BUYERS="${SURGE_REPRO_BUYERS:-214}"
+LIMIT="${SURGE_REPRO_MAX_PER_CUSTOMER:-}"
 # shellcheck source=deploy/repro/pipeline.sh
 source "$(dirname "${BASH_SOURCE[0]}")/pipeline.sh"
 [[ -x $REPO_ROOT/bin/loadgen ]] || die "bin/loadgen is not built (make build)"
@@ -29,7 +32,13 @@ use_pipeline
 SKU="bot-$(date +%s)-$$"
 RUN="r$$x$(date +%s)"
 mkdir -p "$DIR/buyers"
-load_sku "$SKU" '{"stock":5,"name":"bot","price_cents":100}'
+if [[ -n $LIMIT ]]; then
+	[[ $LIMIT =~ ^[0-9]+$ ]] || die "SURGE_REPRO_MAX_PER_CUSTOMER must be a whole number, not '$LIMIT'"
+	load_sku "$SKU" "{\"stock\":5,\"name\":\"bot\",\"price_cents\":100,\"max_per_customer\":$LIMIT}"
+	log "$SKU: a purchase limit of $LIMIT per customer"
+else
+	load_sku "$SKU" '{"stock":5,"name":"bot","price_cents":100}'
+fi
 
 # order CUSTOMER prints: customer status code order_id.
 order() {

@@ -4,7 +4,9 @@ package faults
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -34,6 +36,9 @@ import (
 //	  quantity at least once from 200 ms before its answer to a sample after it (judged only
 //	  where the samples cover that window and no other request for the SKU that may have
 //	  reserved and undone, a 503 or no answer, was in flight in it)
+//	L a purchase limit holds: per SKU with one, no customer has more units invoiced than the limit
+//	  (the hammer is one customer on such a SKU); a 202 rejected for the limit by MySQL
+//	  (purchase_limit_after_acceptance) is the compensation's twin, excused in the same runs
 //	8 a status poll that saw an order invoiced or rejected agrees with its end state
 //	F the run tested something: every fault was dealt without error and took effect, no program
 //	  died unasked, orders were placed and answered 202 while faults were active
@@ -44,13 +49,14 @@ const (
 	soldOutBound   = 200 * time.Millisecond // README: twice SURGE_SOLD_OUT_HINT_TTL
 	sampleGap      = 100 * time.Millisecond // the longest gap between samples a judged window may have
 	compensation   = "sold_out_after_acceptance"
+	limitGuarded   = "purchase_limit_after_acceptance"
 	faultAftermath = 2 * time.Second // a fault's window runs on this long after its end
 )
 
 // checkMinimums are the fewest samples per check for a run to mean
 // something.
 func checkMinimums() map[string]int {
-	return map[string]int{"1": nSKUs, "2": 50, "3": 20, "4": 20, "5": 1, "6": nSKUs, "7": nSKUs, "7b": 10, "8": 1, "F": 1}
+	return map[string]int{"1": nSKUs, "2": 50, "3": 20, "4": 20, "5": 1, "6": nSKUs, "7": nSKUs, "7b": 10, "8": 1, "F": 1, "L": 1}
 }
 
 type violation struct {
@@ -87,6 +93,7 @@ func runChecks(h *history, e *endState, ri *runInfo) *checker {
 		c.checkOrder(i, o)
 	}
 	c.checkUnclaimed()
+	c.checkLimits()
 	c.checkSoldOutAnswers()
 	c.checkPolls()
 	c.checkRun()
@@ -277,7 +284,7 @@ func (c *checker) refusedAnswers(ops []int) string {
 // compensation, in a run whose faults could lose Redis writes, is
 // excused.
 func (c *checker) checkAccepted(i int, o *op, end *orderEnd) {
-	if end.status == "rejected" && end.reason == compensation {
+	if end.status == "rejected" && (end.reason == compensation || end.reason == limitGuarded && c.ri.Limits[o.sku] > 0) {
 		if c.lossyRun() {
 			c.excuse = append(c.excuse, violation{check: "3", sku: o.sku, op: i, msg: "rejected: " + end.reason})
 			return
@@ -286,6 +293,34 @@ func (c *checker) checkAccepted(i int, o *op, end *orderEnd) {
 		return
 	}
 	c.add("3", o.sku, i, "answered 202 but not invoiced (status %q reason %q, dead letter %q)", end.status, end.reason, end.dead)
+}
+
+// checkLimits is check L: per SKU with a purchase limit, every customer
+// with units invoiced of it has at most the limit.
+func (c *checker) checkLimits() {
+	units := map[[2]string]int{}
+	for _, id := range sortedKeys(c.e.orders) {
+		o := c.e.orders[id]
+		if c.ri.Limits[o.sku] <= 0 || o.customer == "" {
+			continue
+		}
+		key := [2]string{o.sku, o.customer}
+		if _, seen := units[key]; !seen {
+			units[key] = 0
+		}
+		if o.invoices > 0 || o.status == "invoiced" {
+			units[key] += o.qty
+		}
+	}
+	keys := slices.Collect(maps.Keys(units))
+	slices.SortFunc(keys, func(a, b [2]string) int { return strings.Compare(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1]) })
+	for _, key := range keys {
+		n := units[key]
+		c.judged["L"]++
+		if limit := c.ri.Limits[key[0]]; n > limit {
+			c.add("L", key[0], -1, "customer %s has %d units invoiced, past the purchase limit %d", key[1], n, limit)
+		}
+	}
 }
 
 // lossyRun tells whether a fault of the run could have lost a Redis

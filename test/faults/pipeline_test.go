@@ -228,7 +228,16 @@ func (p *pipeline) waitReady(timeout time.Duration) error {
 // putStock sets sku's stock through gateway gw's admin API (its admin
 // listener).
 func (p *pipeline) putStock(ctx context.Context, gw int, sku string, stock int) (int, error) {
+	return p.putStockLimit(ctx, gw, sku, stock, -1)
+}
+
+// putStockLimit is putStock that also sets the SKU's purchase limit per
+// customer (limit < 0 keeps it).
+func (p *pipeline) putStockLimit(ctx context.Context, gw int, sku string, stock, limit int) (int, error) {
 	body := fmt.Sprintf(`{"stock":%d,"name":"Fault item","price_cents":700}`, stock)
+	if limit >= 0 {
+		body = fmt.Sprintf(`{"stock":%d,"name":"Fault item","price_cents":700,"max_per_customer":%d}`, stock, limit)
+	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, p.adminURLs[gw]+"/v1/admin/stock/"+sku, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	resp, err := (&http.Client{Timeout: 15 * time.Second}).Do(req)

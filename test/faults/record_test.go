@@ -21,6 +21,7 @@ type runInfo struct {
 	Seed   int64           `json:"seed"`
 	SKUs   []string        `json:"skus"`
 	Loaded map[string]int  `json:"loaded"`
+	Limits map[string]int  `json:"limits,omitempty"` // purchase limit per customer, per SKU that has one
 	Mopped map[string]bool `json:"mopped"`
 	Faults []faultRecord   `json:"faults"`
 	Min    map[string]int  `json:"min,omitempty"` // a check's minimum samples; checkMinimums when absent

@@ -131,6 +131,24 @@ func replayCases() []replayCase {
 			ri.Faults = append(ri.Faults, faultRecord{Kind: killRedis, Start: sec(7), End: sec(9), Effect: "node gone"})
 			compensate(h, e)
 		}},
+		{name: "a purchase limit kept", edit: func(ri *runInfo, _ *history, _ *endState) {
+			ri.Limits, ri.Min["L"] = map[string]int{"s": 2}, 6
+		}},
+		{name: "a customer past the purchase limit", want: []string{"L"}, edit: func(ri *runInfo, _ *history, e *endState) {
+			ri.Limits = map[string]int{"s": 2}
+			e.orders["o1"].customer = "co0"
+		}},
+		{name: "a 202 rejected for the limit in a run that killed a Redis master", excused: 1, edit: func(ri *runInfo, h *history, e *endState) {
+			ri.Limits = map[string]int{"s": 2}
+			ri.Faults = append(ri.Faults, faultRecord{Kind: killRedis, Start: sec(7), End: sec(9), Effect: "node gone"})
+			compensate(h, e)
+			e.orders["o6"].reason = limitGuarded
+		}},
+		{name: "a 202 rejected for the limit on a SKU without one", want: []string{"3"}, edit: func(ri *runInfo, h *history, e *endState) {
+			ri.Faults = append(ri.Faults, faultRecord{Kind: killRedis, Start: sec(7), End: sec(9), Effect: "node gone"})
+			compensate(h, e)
+			e.orders["o6"].reason = limitGuarded
+		}},
 		{name: "a compensation with no fault that loses Redis writes", want: []string{"3"}, edit: func(_ *runInfo, h *history, e *endState) {
 			compensate(h, e)
 		}},

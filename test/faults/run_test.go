@@ -27,7 +27,7 @@ func runOnce(t *testing.T, eng *engines, run int, seed int64, st settings) {
 	h := newHistory()
 	p := startPipeline(t, eng, run, h, st.profile)
 	skus, stock := loadSKUs(t, p, rand.New(rand.NewPCG(uint64(seed), 1)), run, seed)
-	ri := &runInfo{Seed: seed, SKUs: skus, Loaded: maps.Clone(stock)}
+	ri := &runInfo{Seed: seed, SKUs: skus, Loaded: maps.Clone(stock), Limits: map[string]int{skus[0]: hammerLimit}}
 	w := newWorkload(p, h, skus, stock, run, seed)
 	nem := newNemesis(p, h, w, rand.New(rand.NewPCG(uint64(seed), 2)), st, func(format string, args ...any) {
 		t.Logf("+%.1fs "+format, append([]any{h.since().Seconds()}, args...)...)
@@ -135,8 +135,13 @@ func mopUp(w *workload) map[string]bool {
 	return mopped
 }
 
+// hammerLimit is the purchase limit per customer of the first SKU, the one
+// the hammer buys: a bot gets at most this many units, whatever its rate.
+const hammerLimit = 3
+
 // loadSKUs creates the run's SKUs with 20-60 units each through the admin
-// API and returns them with their stock.
+// API, the first with a purchase limit per customer (hammerLimit), and
+// returns them with their stock.
 func loadSKUs(t *testing.T, p *pipeline, rng *rand.Rand, run int, seed int64) ([]string, map[string]int) {
 	t.Helper()
 	stock := map[string]int{}
@@ -144,7 +149,11 @@ func loadSKUs(t *testing.T, p *pipeline, rng *rand.Rand, run int, seed int64) ([
 	for i := range nSKUs {
 		sku := fmt.Sprintf("f%d-r%d-sku%d", seed%1_000_000, run, i)
 		n := 20 + rng.IntN(41)
-		status, err := p.putStock(context.Background(), i%len(p.urls), sku, n)
+		limit := -1
+		if i == 0 {
+			limit = hammerLimit
+		}
+		status, err := p.putStockLimit(context.Background(), i%len(p.urls), sku, n, limit)
 		if err != nil || status != http.StatusOK {
 			t.Fatalf("load %d units of %s: %d %v", n, sku, status, err)
 		}
