@@ -217,3 +217,39 @@ func TestPurchaseLimitMySQLGuard(t *testing.T) {
 		t.Fatalf("MySQL sold %d %v, want %d", prod.Sold, err, limit)
 	}
 }
+
+// TestPurchaseLimitRetryOverBudget: a customer's retries of keys refused
+// for the purchase limit, sent past its rate budget, get 409
+// purchase_limit again, not 503 outcome_unknown: the refusal is final.
+func TestPurchaseLimitRetryOverBudget(t *testing.T) {
+	p := startPipeline(t)
+	sku := testenv.Unique("limit-")
+	const limit, tries = 1, 30
+	p.loadLimited(t, sku, 100, limit)
+	bot := testenv.Unique("bot-")
+	ks := make([]string, tries)
+	for i := range ks {
+		ks[i] = fmt.Sprint("k", i)
+	}
+	var refused []string
+	for i, a := range postAll(t, p, sku, bot, ks) {
+		if a.Status == http.StatusConflict && a.Error.Code == "purchase_limit" {
+			refused = append(refused, ks[i])
+		}
+	}
+	if len(refused) != tries-limit {
+		t.Fatalf("%d refused for the limit, want %d", len(refused), tries-limit)
+	}
+	// The budget (40 requests, refilled in 2 s) is mostly spent: three
+	// rounds of the refused keys at once go past it.
+	for range 3 {
+		for i, a := range postAll(t, p, sku, bot, refused) {
+			if a.Status != http.StatusConflict || a.Error.Code != "purchase_limit" {
+				t.Fatalf("retry of refused key %s: %d %s, want 409 purchase_limit", refused[i], a.Status, a.Error.Code)
+			}
+		}
+	}
+	if n := invoicedUnits(t, p, sku, bot); n > limit {
+		t.Fatalf("MySQL invoiced %d units to the customer, past the limit %d", n, limit)
+	}
+}

@@ -242,12 +242,43 @@ func (s *Service) answerSoldOut(ctx context.Context, o order.Order, c order.Clai
 func (s *Service) claimFailed(ctx context.Context, o order.Order, key string, err error) error {
 	switch {
 	case errors.Is(err, order.ErrOutcomeUnknown):
+		if first := s.refusedBefore(ctx, o, err); first != nil {
+			return first
+		}
 		s.answered(ctx, o, AnswerOutcomeUnknown)
 		return err
 	case errors.Is(err, order.ErrIdempotencyMismatch), errors.Is(err, order.ErrRateLimited), errors.Is(err, order.ErrSoldOut):
 		return err
 	}
 	return s.Refused(ctx, o, key, fmt.Errorf("claim: %w: %w", order.ErrUnavailable, err))
+}
+
+// refusedBefore answers a retry over its customer's budget whose key names
+// an order (unknown, an *order.UnknownOutcomeError) that Redis holds as
+// refused by the reserve script, which reserved nothing: sold out (S) or
+// past the purchase limit (L). The retry then gets that first answer
+// again, not 503 outcome_unknown, as a retry within the budget does. Any
+// other state (an undone order's U among them: its undo may yet be lost
+// to a failover), or a failed read, leaves the outcome unknown (nil).
+func (s *Service) refusedBefore(ctx context.Context, o order.Order, err error) error {
+	var unknown *order.UnknownOutcomeError
+	sr, ok := s.Stock.(StateReader)
+	if !ok || !errors.As(err, &unknown) || unknown.OrderID == "" {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.CleanupTimeout)
+	defer cancel()
+	state, _, rerr := sr.OrderState(cctx, o.SKU, unknown.OrderID)
+	if rerr != nil {
+		return nil
+	}
+	switch state {
+	case "S":
+		return fmt.Errorf("order=%s was answered sold out: %w", unknown.OrderID, order.ErrSoldOut)
+	case "L":
+		return fmt.Errorf("order=%s was answered past the purchase limit: %w", unknown.OrderID, order.ErrPurchaseLimit)
+	}
+	return nil
 }
 
 // Refused maps a refusal decided before or at the claim (the client
