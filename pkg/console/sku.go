@@ -174,22 +174,26 @@ func statusOf(err error) int {
 	return http.StatusServiceUnavailable
 }
 
-// loadStock sets a SKU's total stock from its page, as opsctl stock load
-// does: refused below what is sold or reserved, recorded in stock_loads
-// under the signed-in operator.
+// loadStock sets a SKU's total stock, and its purchase limit per customer
+// when the form gives one (empty keeps it, 0 clears it), from its page, as
+// opsctl stock load does: refused below what is sold or reserved, recorded
+// in stock_loads under the signed-in operator.
 func (c *Console) loadStock(w http.ResponseWriter, r *http.Request, s *session) {
 	sku := r.PathValue("sku")
 	res := loadResult{}
 	n, err := strconv.Atoi(strings.TrimSpace(r.PostFormValue("stock")))
+	limit, lerr := formLimit(r.PostFormValue("max_per_customer"))
 	switch {
 	case c.Loads == nil:
 		err = errors.New("stock loads are not available on this console")
 	case err != nil:
 		err = fmt.Errorf("stock must be a whole number: %w", order.ErrInvalid)
+	case lerr != nil:
+		err = lerr
 	default:
 		res.Stock = n
 		ctx := admin.WithLoadedBy(r.Context(), admin.LoadedBy{Actor: s.Operator, Via: admin.ViaConsole})
-		_, err = c.Loads.Load(ctx, sku, admin.LoadRequest{Stock: &n})
+		_, err = c.Loads.Load(ctx, sku, admin.LoadRequest{Stock: &n, MaxPerCustomer: limit})
 	}
 	if err != nil {
 		res.Error = err.Error()
@@ -206,4 +210,18 @@ func (c *Console) loadStock(w http.ResponseWriter, r *http.Request, s *session) 
 		status = statusOf(err)
 	}
 	c.render(w, status, "sku.html", s, "SKU "+sku, "board", d)
+}
+
+// formLimit reads the form's purchase limit: nil when left empty (the
+// SKU keeps its limit), else a whole number the load validates.
+func formLimit(v string) (*int, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return nil, fmt.Errorf("limit per customer must be a whole number (0: none): %w", order.ErrInvalid)
+	}
+	return &n, nil
 }

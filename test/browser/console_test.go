@@ -291,9 +291,20 @@ func stockLoads(t *testing.T, c *console, p *pipeline) {
 		t.Fatalf("load 60: %q", msg)
 	}
 	c.waitText(`[data-f=redis_stock]`, "Redis stock after the load", 5*time.Second, func(s string) bool { return s == "60" })
+	// A purchase limit set from the same form: shown on the page, in MySQL.
+	c.do(chromedp.SetValue(chromedp.CSS("#load-limit"), "2"))
+	c.click("#load-submit")
+	if msg := c.text("#load-result"); !strings.Contains(msg, "Stock set to 60") {
+		t.Fatalf("load 60 with a limit of 2: %q", msg)
+	}
+	c.waitText(`[data-f=max_per_customer]`, "the limit per customer after the load", 5*time.Second, func(s string) bool { return s == "2" })
+	var limit int
+	if err := p.DB.DB().QueryRow(`SELECT max_per_customer FROM products WHERE sku = ?`, sku).Scan(&limit); err != nil || limit != 2 {
+		t.Errorf("products.max_per_customer %d (%v), want 2", limit, err)
+	}
 	rows := eval[[]string](c, `[...document.querySelectorAll('#stock-loads tbody tr')].map(r => r.innerText.replace(/\s+/g, ' ').trim())`)
-	if len(rows) != 2 || !strings.Contains(rows[0], operator+" console 10 60") || !strings.Contains(rows[1], "admin-api admin-api new 10") {
-		t.Errorf("stock loads %q: want %s via console 10 -> 60, then admin-api creating it with 10 (the refused one not listed)", rows, operator)
+	if len(rows) != 3 || !strings.Contains(rows[0], operator+" console 60 60") || !strings.Contains(rows[1], operator+" console 10 60") || !strings.Contains(rows[2], "admin-api admin-api new 10") {
+		t.Errorf("stock loads %q: want %s via console 60 -> 60 (the limit), 10 -> 60, then admin-api creating it with 10 (the refused one not listed)", rows, operator)
 	}
 	var actor, via string
 	if err := p.DB.DB().QueryRow(`SELECT actor, via FROM stock_loads WHERE sku = ? ORDER BY id DESC LIMIT 1`, sku).Scan(&actor, &via); err != nil || actor != operator || via != "console" {
