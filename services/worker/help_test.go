@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"strings"
 	"testing"
 
 	"surge/internal/testkit"
@@ -14,45 +13,22 @@ func TestMain(m *testing.M) { os.Exit(testkit.RunWithBinaries(m)) }
 // variable the worker reads, exit 0, without reading the configuration
 // (a broken one here); a secret's default is not shown.
 func TestHelp(t *testing.T) {
-	bin := testkit.Binary(t, "surge/services/worker")
-	broken := []string{"SURGE_IDEMPOTENCY_TTL=forever"}
-	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"migrate", "--help"}, {"-help"}} {
-		code, out, stderr := testkit.Run(t, bin, broken, args...)
-		if code != 0 || stderr != "" || !strings.HasPrefix(out, "usage:\n  worker [run]") {
-			t.Errorf("%v: exit %d, stderr %q\n%s", args, code, stderr, out)
-			continue
-		}
-		for _, want := range []string{"worker migrate", "worker --version", "SURGE_WORKER_PREFETCH  ", "2048",
+	testkit.CheckHelp(t, testkit.Binary(t, "surge/services/worker"), testkit.Help{
+		Prefix: "usage:\n  worker [run]",
+		Want: []string{"worker migrate", "worker --version", "SURGE_WORKER_PREFETCH  ", "2048",
 			"SURGE_WORKER_LIVENESS_GRACE", "SURGE_AMQP_QUEUE", "SURGE_PPROF_ADDR",
-			"SURGE_MYSQL_DSN  ", "secret, or SURGE_MYSQL_DSN_FILE"} {
-			if !strings.Contains(out, want) {
-				t.Errorf("%v: usage lacks %q:\n%s", args, want, out)
-			}
-		}
-		if strings.Contains(out, "root@tcp(") {
-			t.Errorf("%v: usage shows the MySQL DSN's default:\n%s", args, out)
-		}
-	}
+			"SURGE_MYSQL_DSN  ", "secret, or SURGE_MYSQL_DSN_FILE"},
+		Hidden: "root@tcp(",
+	})
 }
 
 // TestUnknownArguments: a command line the worker cannot take exits 2
 // naming what is wrong, before any engine is dialled (none is reachable).
 func TestUnknownArguments(t *testing.T) {
-	bin := testkit.Binary(t, "surge/services/worker")
-	down := []string{"SURGE_REDIS_ADDRS=127.0.0.1:1", "SURGE_MYSQL_DSN=root@tcp(127.0.0.1:1)/surge",
-		"SURGE_AMQP_URL=amqp://guest:guest@127.0.0.1:1/"}
-	for _, c := range []struct {
-		args []string
-		msg  string
-	}{
-		{[]string{"bogus"}, `unknown command "bogus" (want migrate or run)`},
-		{[]string{"--verbose"}, `unknown command "--verbose"`},
-		{[]string{"run", "now"}, `unexpected argument "now"`},
-		{[]string{"migrate", "--all"}, `unexpected argument "--all"`},
-	} {
-		code, out, stderr := testkit.Run(t, bin, down, c.args...)
-		if code != 2 || out != "" || !strings.Contains(stderr, c.msg) || !strings.Contains(stderr, "worker --help") {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 saying %q", c.args, code, out, stderr, c.msg)
-		}
-	}
+	testkit.CheckRefused(t, testkit.Binary(t, "surge/services/worker"), "worker", []testkit.Refusal{
+		{Args: []string{"bogus"}, Msg: `unknown command "bogus" (want migrate or run)`},
+		{Args: []string{"--verbose"}, Msg: `unknown command "--verbose"`},
+		{Args: []string{"run", "now"}, Msg: `unexpected argument "now"`},
+		{Args: []string{"migrate", "--all"}, Msg: `unexpected argument "--all"`},
+	})
 }
