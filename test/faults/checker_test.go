@@ -4,9 +4,7 @@ package faults
 
 import (
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 )
@@ -135,7 +133,7 @@ func (c *checker) checkOrder(i int, o *op) {
 	if o.id != "" {
 		end = c.e.order(o.id)
 	}
-	invoiced := end.invoices > 0 || end.status == "invoiced"
+	invoiced := end.invoiced()
 	if o.id != "" {
 		c.judged["2"]++
 	}
@@ -298,27 +296,22 @@ func (c *checker) checkAccepted(i int, o *op, end *orderEnd) {
 // checkLimits is check L: per SKU with a purchase limit, every customer
 // with units invoiced of it has at most the limit.
 func (c *checker) checkLimits() {
-	units := map[[2]string]int{}
-	for _, id := range sortedKeys(c.e.orders) {
-		o := c.e.orders[id]
+	units := map[string]int{} // sku NUL customer -> units invoiced, 0 for one with orders but none invoiced
+	for _, o := range c.e.orders {
 		if c.ri.Limits[o.sku] <= 0 || o.customer == "" {
 			continue
 		}
-		key := [2]string{o.sku, o.customer}
-		if _, seen := units[key]; !seen {
-			units[key] = 0
+		n := 0
+		if o.invoiced() {
+			n = o.qty
 		}
-		if o.invoices > 0 || o.status == "invoiced" {
-			units[key] += o.qty
-		}
+		units[o.sku+"\x00"+o.customer] += n
 	}
-	keys := slices.Collect(maps.Keys(units))
-	slices.SortFunc(keys, func(a, b [2]string) int { return strings.Compare(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1]) })
-	for _, key := range keys {
-		n := units[key]
+	for _, k := range sortedKeys(units) {
+		sku, customer, _ := strings.Cut(k, "\x00")
 		c.judged["L"]++
-		if limit := c.ri.Limits[key[0]]; n > limit {
-			c.add("L", key[0], -1, "customer %s has %d units invoiced, past the purchase limit %d", key[1], n, limit)
+		if limit := c.ri.Limits[sku]; units[k] > limit {
+			c.add("L", sku, -1, "customer %s has %d units invoiced, past the purchase limit %d", customer, units[k], limit)
 		}
 	}
 }

@@ -35,6 +35,10 @@ type orderEnd struct {
 	dead           string // reason it is parked in the dead-letter queue
 }
 
+// invoiced tells whether MySQL invoiced the order (an invoice, or its row
+// says so).
+func (o *orderEnd) invoiced() bool { return o.invoices > 0 || o.status == "invoiced" }
+
 type endState struct {
 	skus       map[string]*skuEnd
 	orders     map[string]*orderEnd
