@@ -258,12 +258,13 @@ msql() {
 		-u "${SURGE_MYSQL_ROOT_USER:-root}" --batch --skip-column-names "$@"
 }
 
-# grant_tables_missing lists the tables deploy/mysql-grants.sql grants on that the database lacks.
+# grant_tables_missing lists the tables deploy/mysql-grants.sql grants on that the database lacks
+# (one query for the database's tables).
 grant_tables_missing() {
-	local t n
+	local t have
+	have=" $(msql -e "SELECT table_name FROM information_schema.tables WHERE table_schema = '$DATABASE'" | tr '\n' ' ') "
 	for t in $(grep -o '`{db}`\.`[A-Za-z0-9_]*`' "$GRANTS_FILE" | sed 's/.*\.`\(.*\)`/\1/' | sort -u); do
-		n="$(msql -e "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '$DATABASE' AND table_name = '$t'")"
-		[[ "$n" != 0 ]] || printf '%s ' "$t"
+		[[ $have == *" $t "* ]] || printf '%s ' "$t"
 	done
 }
 
