@@ -4,6 +4,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -35,10 +36,25 @@ func rabbitBin(name string) string {
 	return name
 }
 
+// startRabbit starts the private node, up to three times: its ports are
+// chosen free but may be taken before the node binds them (Erlang's
+// dist_port_already_used), and a fresh pair then does.
 func startRabbit(root string) (*privateRabbit, error) {
 	if _, err := exec.LookPath(rabbitBin("rabbitmq-server")); err != nil {
 		return nil, fmt.Errorf("rabbitmq-server is not installed: %w", err)
 	}
+	var err error
+	for range 3 {
+		var r *privateRabbit
+		if r, err = startRabbitOnce(root); err == nil {
+			return r, nil
+		}
+		_ = os.RemoveAll(filepath.Join(root, "rabbitmq"))
+	}
+	return nil, err
+}
+
+func startRabbitOnce(root string) (*privateRabbit, error) {
 	r := &privateRabbit{dir: filepath.Join(root, "rabbitmq"), done: make(chan struct{})}
 	var err error
 	if r.port, err = freePort(); err != nil {
@@ -62,7 +78,17 @@ func startRabbit(root string) (*privateRabbit, error) {
 		return nil, err
 	}
 	go func() { _ = r.cmd.Wait(); out.Close(); close(r.done) }()
-	if _, err := r.ctl(90*time.Second, "wait", filepath.Join(r.dir, "pid"), "--timeout", "80"); err != nil {
+	waited := make(chan error, 1)
+	go func() {
+		_, err := r.ctl(90*time.Second, "wait", filepath.Join(r.dir, "pid"), "--timeout", "80")
+		waited <- err
+	}()
+	select {
+	case err = <-waited:
+	case <-r.done:
+		err = errors.New("rabbitmq-server exited before it was up")
+	}
+	if err != nil {
 		r.stop()
 		return nil, fmt.Errorf("node %s did not start: %w\n%s", r.node, err,
 			tailFile(filepath.Join(r.dir, "server.out"), 20))
