@@ -160,10 +160,25 @@ bin/loadgen run -label flash_sale_half_rate -sku "half-$RUN" -stock "$FLASH_STOC
 	-rate "$HALF" -d "${HALF_S}s" -check -queue "$SURGE_AMQP_QUEUE" -sample 250ms -pids "$PIDS_FLAG" -json "$DIR/flash-half.json" \
 	-cpuprofile "$(profiles half)" -cpuprofile-dir "$DIR/pprof"
 
+# redis_stats FILE resets (no FILE) or writes (FILE) every cluster node's command counts, so the
+# sustained load's Redis calls per accepted order can be read off (commandstats-sustained.txt).
+redis_stats() {
+	local p
+	for p in 7000 7001 7002 7003 7004 7005; do
+		if [[ -z "${1:-}" ]]; then
+			REDISCLI_AUTH="${SURGE_REDIS_PASSWORD:-surge}" redis-cli --no-auth-warning -p "$p" config resetstat >/dev/null 2>&1 || true
+		else
+			REDISCLI_AUTH="${SURGE_REDIS_PASSWORD:-surge}" redis-cli --no-auth-warning -p "$p" info commandstats 2>/dev/null | sed -n "s/^cmdstat_/$p /p" >>"$1" || true
+		fi
+	done
+}
+
 log "surge sustained load: every order accepted, ${SUSTAINED_S}s, $C concurrent"
+redis_stats
 bin/loadgen run -label sustained -sku "sustained-$RUN" -stock 100000000 -c "$C" -d "${SUSTAINED_S}s" \
 	-check -queue "$SURGE_AMQP_QUEUE" -sample 500ms -drain-timeout 60s -pids "$PIDS_FLAG" \
 	-json "$DIR/sustained.json" -cpuprofile "$(profiles sustained)" -cpuprofile-dir "$DIR/pprof"
+redis_stats "$DIR/commandstats-sustained.txt"
 
 stop_pid "$GATEWAY_PID"
 stop_pid "$WORKER_PID"

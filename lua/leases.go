@@ -9,8 +9,12 @@ import (
 var (
 	//go:embed lock_acquire.lua
 	lockAcquireSrc string
+	//go:embed lock_acquire_many.lua
+	lockAcquireManySrc string
 	//go:embed lease_release.lua
 	leaseReleaseSrc string
+	//go:embed lease_release_many.lua
+	leaseReleaseManySrc string
 	//go:embed lease_extend.lua
 	leaseExtendSrc string
 	//go:embed cache_claim.lua
@@ -26,13 +30,17 @@ var (
 var (
 	LockAcquire  = redis.NewScript(lockAcquireSrc)
 	LeaseRelease = redis.NewScript(leaseReleaseSrc)
-	LeaseExtend  = redis.NewScript(leaseExtendSrc)
-	CacheClaim   = redis.NewScript(cacheClaimSrc)
-	CachePut     = redis.NewScript(cachePutSrc)
-	CacheSwap    = redis.NewScript(cacheSwapSrc)
+	// LockAcquireMany and LeaseReleaseMany take and give up several leases
+	// of one hash tag in one call.
+	LockAcquireMany  = redis.NewScript(lockAcquireManySrc)
+	LeaseReleaseMany = redis.NewScript(leaseReleaseManySrc)
+	LeaseExtend      = redis.NewScript(leaseExtendSrc)
+	CacheClaim       = redis.NewScript(cacheClaimSrc)
+	CachePut         = redis.NewScript(cachePutSrc)
+	CacheSwap        = redis.NewScript(cacheSwapSrc)
 )
 
 // leaseScripts lists the scripts of this file for All.
 func leaseScripts() []*redis.Script {
-	return []*redis.Script{LockAcquire, LeaseRelease, LeaseExtend, CacheClaim, CachePut, CacheSwap}
+	return []*redis.Script{LockAcquire, LockAcquireMany, LeaseRelease, LeaseReleaseMany, LeaseExtend, CacheClaim, CachePut, CacheSwap}
 }

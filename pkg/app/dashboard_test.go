@@ -25,12 +25,14 @@ import (
 	"surge/internal/apptest"
 	"surge/internal/testenv"
 	"surge/pkg/admin"
+	"surge/pkg/keys"
 	"surge/pkg/lock"
 	"surge/pkg/metrics"
 	"surge/pkg/order"
 	"surge/pkg/queue"
 	"surge/pkg/reconcile"
 	"surge/pkg/store"
+	"surge/pkg/worker"
 )
 
 // still names the dashboard's queries that no small sale in a test can
@@ -164,7 +166,8 @@ func TestDashboardPanelsMove(t *testing.T) {
 	// An order whose lock another holder keeps: the worker waits, gives
 	// up, retries it through a tier, and invoices it once the lock is free.
 	busy := order.Order{ID: order.IDFor(run+"-busy", "k", 0), SKU: sku2, Qty: 1, CustomerID: run + "-busy"}
-	_, _, release, err := lock.New(testenv.Redis(t), lock.Options{}).Hold(ctx, "order:"+busy.ID, 30*time.Second)
+	_, _, release, err := lock.NewGroup(lock.New(testenv.Redis(t), lock.Options{}), lock.GroupOptions{TTL: 30 * time.Second}).
+		Hold(ctx, keys.SKUTag(sku2), worker.LockName(busy.ID))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func TestRedeliveryWaitsForTheOrderLock(t *testing.T) {
 
 	ledger := &gatedLedger{Ledger: db, entered: make(chan struct{}), open: make(chan struct{})}
 	locker := newOrderLocker(rdb, 0)
-	t.Cleanup(func() { cleanupLock(rdb, "order:"+o.ID) })
+	t.Cleanup(func() { cleanupLock(rdb, sku, worker.LockName(o.ID)) })
 	proc := worker.New(worker.Processor{Ledger: ledger, Stock: st, Lock: locker,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 
@@ -117,6 +117,6 @@ func TestRedeliveryWaitsForTheOrderLock(t *testing.T) {
 
 func cleanupLock(rdb interface {
 	Del(ctx context.Context, keys ...string) *redis.IntCmd
-}, name string) {
-	rdb.Del(context.Background(), keys.Lock(name), keys.LockFence(name))
+}, sku, name string) {
+	rdb.Del(context.Background(), keys.TaggedLock(keys.SKUTag(sku), name), keys.TagFence(keys.SKUTag(sku)))
 }

@@ -86,6 +86,18 @@ func Lock(name string) string { return "{lock:" + name + "}" }
 // LockFence is the counter that backs a lock's fencing tokens in Redis.
 func LockFence(name string) string { return "{lock:" + name + "}:fence" }
 
+// SKUTag is the hash tag of sku's keys: locks grouped under it (a
+// worker's order locks) live on the SKU's slot, beside its stock.
+func SKUTag(sku string) string { return "sku:" + sku }
+
+// TaggedLock is the lease key of lock name taken under hash tag tag
+// (pkg/lock's Group), on tag's slot.
+func TaggedLock(tag, name string) string { return "{" + tag + "}:lock:" + name }
+
+// TagFence is the counter that backs the fencing tokens of every lock
+// taken under hash tag tag.
+func TagFence(tag string) string { return "{" + tag + "}:lockfence" }
+
 // Cache is the entry of id in the cache namespace ns: a hash holding the
 // value and its expiry metadata (pkg/cache).
 func Cache(ns, id string) string { return "{cache:" + ns + ":" + id + "}" }

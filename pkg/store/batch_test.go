@@ -283,3 +283,37 @@ func TestProcessBatchStatementCount(t *testing.T) {
 		t.Fatalf("%d statements for one batch, want 9", n)
 	}
 }
+
+// An order id MySQL holds for another request (a key used again after a
+// failover lost its record) is reported as that request's order, so the
+// worker releases the newcomer's reservation, even when the newcomer's
+// token is the lower: order locks are taken under their SKU, so the two
+// messages, on different SKUs, were not excluded by one lock, and a stale
+// answer would leave the newcomer's units reserved. The same holds for
+// Process.
+func TestConflictingOrderIsReportedWhateverItsToken(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	seed(t, s, "A", 5, 10)
+	seed(t, s, "B", 5, 10)
+	if out := viaBatch(t, s, []BatchItem{item("o1", "A", 1, 50), item("o2", "A", 1, 50)}); out[0].Err != nil || out[1].Err != nil {
+		t.Fatalf("first orders: %+v", out)
+	}
+	check := func(how string, res order.Processed, err error) {
+		t.Helper()
+		if err != nil || !res.Duplicate || res.Recorded.SKU != "A" {
+			t.Fatalf("%s: another SKU's order under a held id with a lower token: %+v, %v; want it reported as the recorded order of SKU A", how, res, err)
+		}
+	}
+	out := viaBatch(t, s, []BatchItem{item("o1", "B", 1, 7)})
+	check("ProcessBatch", out[0].Processed, out[0].Err)
+	res, err := s.Process(ctx, ord("o2", "B", 1), 7)
+	check("Process", res, err)
+	// The same order with a lower token is still stale.
+	if out := viaBatch(t, s, []BatchItem{item("o1", "A", 1, 7)}); !errors.Is(out[0].Err, order.ErrStaleFence) {
+		t.Fatalf("the same order with a lower token: %+v, want stale", out[0])
+	}
+	if sold := checkLedger(t, s, "B").Sold; sold != 0 {
+		t.Fatalf("SKU B sold %d, want 0", sold)
+	}
+}

@@ -30,22 +30,26 @@ func (s *Store) Process(ctx context.Context, o order.Order, fence int64) (order.
 	}
 	var res order.Processed
 	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		var recorded int64
 		if fence > 0 {
-			recorded, err := recordFences(ctx, tx, map[string]int64{o.ID: fence})
+			fences, err := recordFences(ctx, tx, map[string]int64{o.ID: fence})
 			if err != nil {
 				return err
 			}
-			if recorded[o.ID] > fence {
-				return staleFence(o.ID, fence, recorded[o.ID])
-			}
+			recorded = fences[o.ID]
 		}
+		stale := recorded > fence
 		rec, found, err := lookupOrder(ctx, tx, o.ID)
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
-		}
-		if found {
+		case found && (rec.conflicts(o) || !stale):
+			// A conflicting order is reported whatever the tokens (see
+			// fencesAndExisting).
 			res = rec.result()
 			return nil
+		case stale:
+			return staleFence(o.ID, fence, recorded)
 		}
 		res, err = placeOrder(ctx, tx, o, fence)
 		return err

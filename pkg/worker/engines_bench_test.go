@@ -16,6 +16,7 @@ import (
 	"surge/internal/testenv"
 	"surge/internal/testkit"
 	"surge/pkg/cache"
+	"surge/pkg/keys"
 	"surge/pkg/lock"
 	"surge/pkg/order"
 	"surge/pkg/productview"
@@ -41,11 +42,20 @@ func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 	}
 }
 
-// holder takes each order's lock the way the worker does.
+// holder takes each order's lock the way the worker did before lock.Group:
+// one acquisition and one release call per order.
 type holder struct{ c *lock.Client }
 
-func (h holder) Lock(ctx context.Context, name string) (int64, context.Context, func(), error) {
+func (h holder) Lock(ctx context.Context, _, name string) (int64, context.Context, func(), error) {
 	return h.c.Hold(ctx, name, 10*time.Second)
+}
+
+// groupHolder takes them the way the worker does: under the SKU's tag,
+// together with the other orders' of the SKU.
+type groupHolder struct{ g *lock.Group }
+
+func (h groupHolder) Lock(ctx context.Context, sku, name string) (int64, context.Context, func(), error) {
+	return h.g.Hold(ctx, keys.SKUTag(sku), name)
 }
 
 // delivery is an order handed to the processor without a queue: Ack and
@@ -68,19 +78,24 @@ func (d delivery) Dead(r string, err error) error {
 // do: lock, batched MySQL transaction, Redis settle, product view. It
 // reports the wall time per order (ns/op: the inverse of the rate), the
 // worker's own CPU per order (the benchmark process's, the engines'
-// excluded) and the Redis commands it sent per order. settle=per-order commits each order by its own script call;
-// settle=per-sku through stock.Committer.
+// excluded) and the Redis commands it sent per order. settle=per-order
+// commits each order by its own script call, settle=per-sku through
+// stock.Committer; locks=per-order takes and releases each order's lock
+// by its own calls, locks=per-sku through lock.Group (the worker's way).
 func BenchmarkHandleOnEngines(b *testing.B) {
-	for _, batched := range []bool{false, true} {
-		name := "settle=per-order"
-		if batched {
-			name = "settle=per-sku"
-		}
-		b.Run(name, func(b *testing.B) { benchHandle(b, batched) })
+	for _, c := range []struct {
+		name           string
+		batched, group bool
+	}{
+		{"settle=per-order/locks=per-order", false, false},
+		{"settle=per-sku/locks=per-order", true, false},
+		{"settle=per-sku/locks=per-sku", true, true},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchHandle(b, c.batched, c.group) })
 	}
 }
 
-func benchHandle(b *testing.B, batched bool) {
+func benchHandle(b *testing.B, batched, group bool) {
 	ctx := context.Background()
 	db, _ := testkit.Store(b)
 	rdb := testenv.Redis(b)
@@ -98,7 +113,11 @@ func benchHandle(b *testing.B, batched bool) {
 	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError}))
 	views := productview.New(wrdb, db, cache.Options{}, log)
 	b.Cleanup(views.Close)
-	p := worker.New(worker.Processor{Ledger: batcher, Stock: settler, Lock: holder{lock.New(wrdb, lock.Options{})}, Cache: views, Log: log})
+	var locker worker.Locker = holder{lock.New(wrdb, lock.Options{})}
+	if group {
+		locker = groupHolder{lock.NewGroup(lock.New(wrdb, lock.Options{}), lock.GroupOptions{})}
+	}
+	p := worker.New(worker.Processor{Ledger: batcher, Stock: settler, Lock: locker, Cache: views, Log: log})
 
 	b.StopTimer()
 	orders := make([]order.Order, b.N)

@@ -54,7 +54,7 @@ type fencedLocker struct {
 	inBegins int
 }
 
-func (l *fencedLocker) Lock(ctx context.Context, _ string) (int64, context.Context, func(), error) {
+func (l *fencedLocker) Lock(ctx context.Context, _, _ string) (int64, context.Context, func(), error) {
 	if ctx.Value(stepKey{}) != nil {
 		l.inBegins++
 	}

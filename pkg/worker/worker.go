@@ -40,9 +40,11 @@ type Settler interface {
 
 // Locker guards an order while it is processed. It returns a fencing
 // token, a context cancelled when the lease is lost, and a release func.
-// Nil means no lock (fence 0).
+// An order's lock is named by its id and taken under its SKU, so that the
+// locks of one SKU's orders can be taken together. Nil means no lock
+// (fence 0).
 type Locker interface {
-	Lock(ctx context.Context, name string) (fence int64, held context.Context, release func(), err error)
+	Lock(ctx context.Context, sku, name string) (fence int64, held context.Context, release func(), err error)
 }
 
 // Refresher updates derived views after a commit (the product cache).
@@ -173,11 +175,11 @@ func (p *Processor) process(ctx context.Context, o order.Order) (order.Processed
 func (p *Processor) lock(ctx context.Context, o order.Order) (int64, context.Context, func(), error) {
 	name := LockName(o.ID)
 	if p.Observer == nil {
-		return p.Lock.Lock(ctx, name)
+		return p.Lock.Lock(ctx, o.SKU, name)
 	}
 	lctx := p.Observer.Begin(ctx, StepLock, o)
 	start := time.Now()
-	fence, held, release, err := p.Lock.Lock(ctx, name)
+	fence, held, release, err := p.Lock.Lock(ctx, o.SKU, name)
 	p.Observer.End(lctx, StepLock, o, Result{Err: err, Fence: fence, Took: time.Since(start)})
 	return fence, held, release, err
 }

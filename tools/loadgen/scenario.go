@@ -88,7 +88,8 @@ type RedisReport struct {
 	// ExpectedKeys are the records the orders leave: an idempotency record
 	// per order, an order state per order that ran the reserve script (the
 	// gateway answers most of a sold-out sale without it: the share is
-	// read from the audited sample), a fencing counter per accepted order.
+	// read from the audited sample), and the SKU's order-lock fencing
+	// counter.
 	// KeysGrowth and MemoryGrowth are what the cluster gained; BytesPerKey
 	// their ratio.
 	ExpectedKeys int64   `json:"expected_keys"`
@@ -324,7 +325,7 @@ func (s Scenario) auditRedis(ctx context.Context, before RedisMemory, c Counts) 
 			MaxTTLSeconds: max(idem.MaxTTLSeconds, state.MaxTTLSeconds),
 			AvgBytes:      round3((idem.AvgBytes + state.AvgBytes) / 2),
 		},
-		ExpectedKeys: sent + statesWritten(state, sent) + c.Of(http.StatusAccepted),
+		ExpectedKeys: sent + statesWritten(state, sent) + min(c.Of(http.StatusAccepted), 1),
 		KeysGrowth:   after.Keys - before.Keys,
 		MemoryGrowth: after.UsedMemory - before.UsedMemory,
 	}
