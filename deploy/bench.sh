@@ -9,7 +9,8 @@
 # Steps: raw ceilings (EVALSHA, confirmed publishes, batched inserts, and the load generator
 # against an empty HTTP handler), the naive SQL flash
 # sale, surge's flash sale (closed loop), the same sale in an open loop at half that rate,
-# then a sustained load where every order is accepted. CPU profiles of the gateway and the
+# then a sustained load where every order is accepted, and the same in an open loop at half its
+# accepted rate (the accepting path's latency with room to spare). CPU profiles of the gateway and the
 # worker are taken during the flash sale and the sustained load (var/bench/pprof/).
 #
 # Environment (defaults): BENCH_DIR (var/bench), BENCH_PORT (18080; +1 and +2 serve the
@@ -179,6 +180,13 @@ bin/loadgen run -label sustained -sku "sustained-$RUN" -stock 100000000 -c "$C" 
 	-check -queue "$SURGE_AMQP_QUEUE" -sample 500ms -drain-timeout 60s -pids "$PIDS_FLAG" \
 	-json "$DIR/sustained.json" -cpuprofile "$(profiles sustained)" -cpuprofile-dir "$DIR/pprof"
 redis_stats "$DIR/commandstats-sustained.txt"
+
+ACCEPTED_RATE="$(awk -v a="$(json_number "$DIR/sustained.json" accepted)" -v s="$SUSTAINED_S" 'BEGIN { printf "%d", a / s / 2 }')"
+[[ "$ACCEPTED_RATE" -gt 0 ]] || die "no sustained accepted rate to halve"
+log "surge sustained load in an open loop at half that accepted rate: $ACCEPTED_RATE/s for ${HALF_S}s"
+bin/loadgen run -label sustained_half_rate -sku "sustained-half-$RUN" -stock 100000000 -c "$C" -rate "$ACCEPTED_RATE" \
+	-d "${HALF_S}s" -check -queue "$SURGE_AMQP_QUEUE" -sample 250ms -drain-timeout 60s -pids "$PIDS_FLAG" \
+	-json "$DIR/sustained-half.json"
 
 stop_pid "$GATEWAY_PID"
 stop_pid "$WORKER_PID"

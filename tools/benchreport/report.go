@@ -23,18 +23,21 @@ const (
 	FileFlash     = "flash.json"
 	FileFlashHalf = "flash-half.json"
 	FileSustained = "sustained.json"
-	FileRawRedis  = "raw-redis.json"
-	FileRawRedisP = "raw-redis-pipelined.json"
-	FileRawAMQP   = "raw-amqp.json"
-	FileRawMySQL  = "raw-mysql.json"
-	FileRawHTTP   = "raw-http.json"
-	FileVersions  = "versions.txt"
-	FileLoad      = "loadavg-before.txt"
+	// FileSustainedHalf is an open loop at half the sustained accepted
+	// rate, every order accepted: the accepting path's latency with room.
+	FileSustainedHalf = "sustained-half.json"
+	FileRawRedis      = "raw-redis.json"
+	FileRawRedisP     = "raw-redis-pipelined.json"
+	FileRawAMQP       = "raw-amqp.json"
+	FileRawMySQL      = "raw-mysql.json"
+	FileRawHTTP       = "raw-http.json"
+	FileVersions      = "versions.txt"
+	FileLoad          = "loadavg-before.txt"
 )
 
 // Parts are the raw measurements of one run; a missing part is nil.
 type Parts struct {
-	Naive, Flash, FlashHalf, Sustained                      *loadgen.RunReport
+	Naive, Flash, FlashHalf, Sustained, SustainedHalf       *loadgen.RunReport
 	RawRedis, RawRedisPipelined, RawAMQP, RawMySQL, RawHTTP *ceiling.Result
 	// Versions are lines naming the engines' versions.
 	Versions []string
@@ -50,6 +53,7 @@ func ReadParts(dir string) (Parts, error) {
 		dst  any
 	}{
 		{FileNaive, &p.Naive}, {FileFlash, &p.Flash}, {FileFlashHalf, &p.FlashHalf}, {FileSustained, &p.Sustained},
+		{FileSustainedHalf, &p.SustainedHalf},
 		{FileRawRedis, &p.RawRedis}, {FileRawRedisP, &p.RawRedisPipelined}, {FileRawAMQP, &p.RawAMQP}, {FileRawMySQL, &p.RawMySQL}, {FileRawHTTP, &p.RawHTTP},
 	} {
 		raw, err := os.ReadFile(filepath.Join(dir, f.name))
@@ -191,10 +195,12 @@ type Results struct {
 	FlashSaleHalfRate *Scenario  `json:"flash_sale_half_rate,omitempty"`
 	NaiveSQL          *Scenario  `json:"naive_sql,omitempty"`
 	Sustained         *Sustained `json:"sustained,omitempty"`
-	Raw               Raw        `json:"raw"`
-	Memory            *Memory    `json:"memory,omitempty"`
-	Ratios            Ratios     `json:"ratios"`
-	Targets           []Target   `json:"targets"`
+	// SustainedHalfRate is an open loop at half the sustained accepted rate.
+	SustainedHalfRate *Scenario `json:"sustained_half_rate,omitempty"`
+	Raw               Raw       `json:"raw"`
+	Memory            *Memory   `json:"memory,omitempty"`
+	Ratios            Ratios    `json:"ratios"`
+	Targets           []Target  `json:"targets"`
 }
 
 // Ratios compare surge with its baselines, measured in the same run.
@@ -213,6 +219,7 @@ func Build(p Parts, m Machine) Results {
 	r.FlashSale = scenario(p.Flash)
 	r.FlashSaleHalfRate = scenario(p.FlashHalf)
 	r.Sustained = sustained(p.Sustained)
+	r.SustainedHalfRate = scenario(p.SustainedHalf)
 	for _, c := range []struct {
 		res *ceiling.Result
 		dst *float64

@@ -42,6 +42,9 @@ func WriteTable(w io.Writer, r Results) error {
 	if s := r.Sustained; s != nil {
 		row(fmt.Sprintf("surge sustained (c=%d, %.0fs)", s.Concurrency, s.Seconds), &s.Scenario)
 	}
+	if s := r.SustainedHalfRate; s != nil {
+		row(fmt.Sprintf("surge sustained, open loop %s/s", num(s.TargetRate)), s)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -49,7 +52,7 @@ func WriteTable(w io.Writer, r Results) error {
 	for _, c := range []struct {
 		name string
 		s    *Scenario
-	}{{"naive SQL", r.NaiveSQL}, {"flash sale", r.FlashSale}, {"flash sale, half rate", r.FlashSaleHalfRate}, {"sustained", sustainedScenario(r.Sustained)}} {
+	}{{"naive SQL", r.NaiveSQL}, {"flash sale", r.FlashSale}, {"flash sale, half rate", r.FlashSaleHalfRate}, {"sustained", sustainedScenario(r.Sustained)}, {"sustained, half rate", r.SustainedHalfRate}} {
 		if c.s == nil {
 			continue
 		}
