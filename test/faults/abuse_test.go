@@ -5,6 +5,7 @@ package faults
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -95,7 +97,15 @@ func (n *nemesis) restockDown(f *fault) error {
 	if avail := n.w.lastAvail(f.sku); avail > 0 {
 		down = min(down, avail)
 	}
-	r := n.w.restock(f.sku, -down, f.n%len(n.p.urls))
+	// An operator whose gateway refuses the connection (it is being
+	// restarted) uses another one: a refused connection sent nothing.
+	var r restock
+	for i := range len(n.p.urls) {
+		r = n.w.restock(f.sku, -down, (f.n+i)%len(n.p.urls))
+		if r.Status != 0 || !strings.Contains(r.Err, syscall.ECONNREFUSED.Error()) {
+			break
+		}
+	}
 	if r.Status == 0 {
 		return fmt.Errorf("restock down: no answer: %s", r.Err)
 	}
@@ -104,13 +114,25 @@ func (n *nemesis) restockDown(f *fault) error {
 }
 
 // replay is an operator replaying every dead letter through the admin API.
+// A gateway that refuses the connection (it is being restarted) is
+// skipped for the next one, as an operator would.
 func (n *nemesis) replay(f *fault) error {
-	gw := f.n % len(n.p.adminURLs)
-	req, _ := http.NewRequest(http.MethodPost, n.p.adminURLs[gw]+"/v1/admin/dlq/replay", strings.NewReader(`{"all":true}`))
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Surge-Operator", "faults")
-	resp, err := (&http.Client{Timeout: 15 * time.Second}).Do(req)
+	var (
+		gw   int
+		resp *http.Response
+		err  error
+	)
+	for i := range len(n.p.adminURLs) {
+		gw = (f.n + i) % len(n.p.adminURLs)
+		req, _ := http.NewRequest(http.MethodPost, n.p.adminURLs[gw]+"/v1/admin/dlq/replay", strings.NewReader(`{"all":true}`))
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Surge-Operator", "faults")
+		resp, err = (&http.Client{Timeout: 15 * time.Second}).Do(req)
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			break
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("dlq replay: %w", err)
 	}
