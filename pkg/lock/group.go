@@ -57,9 +57,11 @@ type Group struct {
 }
 
 // NewGroup returns a Group taking leases on c's Redis with c's retry
-// strategy and fence counter TTL.
+// strategy and fence counter TTL. A TTL under a millisecond is raised to
+// one.
 func NewGroup(c *Client, opts GroupOptions) *Group {
 	opts.setDefaults()
+	opts.TTL = max(opts.TTL, time.Millisecond)
 	g := &Group{c: c, opts: opts, ttl: strconv.FormatInt(opts.TTL.Milliseconds(), 10)}
 	g.acquires = newCoalescer(opts.MaxBatch, g.sendAcquires)
 	g.releases = newCoalescer(opts.MaxBatch, g.sendReleases)
@@ -170,9 +172,15 @@ func (g *Group) sendAcquires(tag string, batch []*acquireReq) {
 		if err == nil {
 			res.fence = fences[i]
 		}
-		if r.state.CompareAndSwap(reqWaiting, reqDelivered) {
+		delivered := r.state.CompareAndSwap(reqWaiting, reqDelivered)
+		if delivered {
 			r.done <- res
-		} else if res.fence > 0 {
+		}
+		// A failed call may have run (its reply lost), and a lease taken
+		// for a caller that left is nobody's: release both, by token, so
+		// the orders are not locked out for a whole TTL. A lease that was
+		// never taken is left alone by the script.
+		if err != nil || (!delivered && res.fence > 0) {
 			g.releases.add(tag, &releaseReq{l: r.l, done: make(chan struct{}, 1)})
 		}
 	}

@@ -294,3 +294,60 @@ func TestGroupLeaseLossCancelsTheHolder(t *testing.T) {
 		t.Fatalf("the lost holder's release touched the new holder's lease: %q", v)
 	}
 }
+
+// lostReply runs every script on Redis, then reports a timeout: a call
+// Redis executed whose reply never came back (a read timeout, or the
+// group's own deadline ending after the request left).
+type lostReply struct{ redis.Scripter }
+
+func (l lostReply) EvalSha(ctx context.Context, sha string, ks []string, args ...any) *redis.Cmd {
+	c := l.Scripter.EvalSha(ctx, sha, ks, args...)
+	if c.Err() == nil {
+		c.SetErr(context.DeadlineExceeded)
+	}
+	return c
+}
+
+func (l lostReply) Eval(ctx context.Context, src string, ks []string, args ...any) *redis.Cmd {
+	c := l.Scripter.Eval(ctx, src, ks, args...)
+	if c.Err() == nil {
+		c.SetErr(context.DeadlineExceeded)
+	}
+	return c
+}
+
+// The leases a call took before its reply was lost belong to nobody: the
+// callers got an error. They are released, not left to lock a batch of
+// orders out for a whole TTL.
+func TestGroupReleasesTheLeasesOfACallWhoseReplyWasLost(t *testing.T) {
+	rdb := testenv.Redis(t)
+	tag := groupTag(t, rdb)
+	ctx := context.Background()
+	lossy := lock.NewGroup(lock.New(lostReply{rdb}, lock.Options{Retry: lock.NoRetry()}), lock.GroupOptions{TTL: time.Minute})
+	names := make([]string, 20)
+	var wg sync.WaitGroup
+	for i := range names {
+		names[i] = fmt.Sprint("o-", i)
+		wg.Go(func() {
+			if _, _, _, err := lossy.Hold(ctx, tag, names[i]); err == nil {
+				t.Errorf("hold of %s through a call whose reply was lost: no error", names[i])
+			}
+		})
+	}
+	wg.Wait()
+	good := lock.NewGroup(lock.New(rdb, lock.Options{Retry: lock.NoRetry()}), lock.GroupOptions{TTL: time.Minute})
+	deadline := time.Now().Add(10 * time.Second)
+	for _, name := range names {
+		for {
+			_, _, release, err := good.Hold(ctx, tag, name)
+			if err == nil {
+				release()
+				break
+			}
+			if !errors.Is(err, lock.ErrNotObtained) || time.Now().After(deadline) {
+				t.Fatalf("%s after the lost reply: %v, want it free long before its lease's minute", name, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}

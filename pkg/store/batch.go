@@ -174,12 +174,13 @@ func (b *batch) fencesAndExisting(ctx context.Context, tx *sqlx.Tx) error {
 	b.pending(func(i int, it BatchItem) {
 		rec := recs[it.Order.ID]
 		switch {
-		case rec.Found && rec.conflicts(it.Order):
-			// Another request's order under this id (a key used again
-			// after a failover lost its record): whatever the tokens, this
-			// one sells nothing and its reservation must be released.
-			// Its lock was taken under its own SKU, so it does not exclude
-			// the recorded order's holder, and its token may be lower.
+		case rec.Found && rec.SKU != it.Order.SKU:
+			// Another SKU's order under this id (a key used again after a
+			// failover lost its record): whatever the tokens, this one
+			// sells nothing and its reservation must be released. Its
+			// lock was taken under its own SKU, so it did not exclude the
+			// recorded order's holder, and its token may be the lower.
+			// On one SKU the lock is shared: a lower token is stale.
 			b.settle(i, BatchResult{Processed: rec.result()})
 		case rec.Fence > it.Fence:
 			b.settle(i, BatchResult{Err: staleFence(it.Order.ID, it.Fence, rec.Fence)})

@@ -284,13 +284,15 @@ func TestProcessBatchStatementCount(t *testing.T) {
 	}
 }
 
-// An order id MySQL holds for another request (a key used again after a
-// failover lost its record) is reported as that request's order, so the
-// worker releases the newcomer's reservation, even when the newcomer's
-// token is the lower: order locks are taken under their SKU, so the two
-// messages, on different SKUs, were not excluded by one lock, and a stale
-// answer would leave the newcomer's units reserved. The same holds for
-// Process.
+// An order id MySQL holds for another SKU's request (a key used again
+// after a failover lost its record) is reported as that request's order,
+// so the worker releases the newcomer's reservation, even when the
+// newcomer's token is the lower: order locks are taken under their SKU, so
+// the two messages were not excluded by one lock, and a stale answer would
+// leave the newcomer's units reserved. On the same SKU (another quantity)
+// the lock is shared, and a lower token is a holder that lost its lease:
+// stale, or it would release the reservation the newer holder is about to
+// commit. The same holds for Process.
 func TestConflictingOrderIsReportedWhateverItsToken(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
@@ -309,9 +311,16 @@ func TestConflictingOrderIsReportedWhateverItsToken(t *testing.T) {
 	check("ProcessBatch", out[0].Processed, out[0].Err)
 	res, err := s.Process(ctx, ord("o2", "B", 1), 7)
 	check("Process", res, err)
-	// The same order with a lower token is still stale.
+	// The same order, or another quantity on the same SKU, with a lower
+	// token is stale.
 	if out := viaBatch(t, s, []BatchItem{item("o1", "A", 1, 7)}); !errors.Is(out[0].Err, order.ErrStaleFence) {
 		t.Fatalf("the same order with a lower token: %+v, want stale", out[0])
+	}
+	if out := viaBatch(t, s, []BatchItem{item("o1", "A", 2, 7)}); !errors.Is(out[0].Err, order.ErrStaleFence) {
+		t.Fatalf("another quantity on the same SKU with a lower token: %+v, want stale", out[0])
+	}
+	if _, err := s.Process(ctx, ord("o2", "A", 3), 7); !errors.Is(err, order.ErrStaleFence) {
+		t.Fatalf("Process: another quantity on the same SKU with a lower token: %v, want stale", err)
 	}
 	if sold := checkLedger(t, s, "B").Sold; sold != 0 {
 		t.Fatalf("SKU B sold %d, want 0", sold)

@@ -36,12 +36,6 @@ func (r OrderRecord) result() order.Processed {
 	}
 }
 
-// conflicts tells whether the recorded order is another request than o
-// (another SKU, quantity or customer) under the same id.
-func (r OrderRecord) conflicts(o order.Order) bool {
-	return r.SKU != o.SKU || r.Qty != o.Qty || r.CustomerID != o.CustomerID
-}
-
 const orderSelect = `SELECT o.order_id, o.sku, o.customer_id, o.status, COALESCE(o.reason, '') AS reason,
 	o.qty, COALESCE(i.invoice_id, 0) AS invoice_id, COALESCE(i.amount_cents, 0) AS amount_cents
 	FROM orders o LEFT JOIN invoices i ON i.order_id = o.order_id`

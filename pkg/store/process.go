@@ -43,8 +43,8 @@ func (s *Store) Process(ctx context.Context, o order.Order, fence int64) (order.
 		switch {
 		case err != nil:
 			return err
-		case found && (rec.conflicts(o) || !stale):
-			// A conflicting order is reported whatever the tokens (see
+		case found && (rec.SKU != o.SKU || !stale):
+			// Another SKU's order is reported whatever the tokens (see
 			// fencesAndExisting).
 			res = rec.result()
 			return nil
