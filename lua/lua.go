@@ -5,7 +5,6 @@ package lua
 
 import (
 	_ "embed"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -13,10 +12,6 @@ import (
 var (
 	//go:embed reserve.lua
 	reserveSrc string
-	//go:embed reserve_many.lua
-	reserveManySrc string
-	//go:embed reserve_fn.lua
-	reserveFnSrc string
 	//go:embed commit.lua
 	commitSrc string
 	//go:embed commit_many.lua
@@ -32,10 +27,8 @@ var (
 // The scripts. redis.Script sends EVALSHA and falls back to EVAL once when
 // a node does not know the script yet (after a restart or failover).
 var (
-	Reserve = redis.NewScript(withReserveFn(reserveSrc))
-	// ReserveMany reserves for several orders of one SKU in one call.
-	ReserveMany = redis.NewScript(withReserveFn(reserveManySrc))
-	Commit      = redis.NewScript(commitSrc)
+	Reserve = redis.NewScript(reserveSrc)
+	Commit  = redis.NewScript(commitSrc)
 	// CommitMany settles several orders of one SKU in one call.
 	CommitMany = redis.NewScript(commitManySrc)
 	Release    = redis.NewScript(releaseSrc)
@@ -45,17 +38,5 @@ var (
 
 // All lists every script, for loading them on each master at start-up.
 func All() []*redis.Script {
-	return append([]*redis.Script{Reserve, ReserveMany, Commit, CommitMany, Release, Load, View, Reconcile, Adopt, Counts, Admit, Record, OrderState, Existing}, leaseScripts()...)
-}
-
-// reserveFnMark is where a reserve script takes lua/reserve_fn.lua.
-const reserveFnMark = "--@reserve_fn\n"
-
-// withReserveFn puts the reservation function in src at its mark, so that
-// reserve.lua and reserve_many.lua reserve by the same code.
-func withReserveFn(src string) string {
-	if !strings.Contains(src, reserveFnMark) {
-		panic("lua: a reserve script without " + reserveFnMark)
-	}
-	return strings.Replace(src, reserveFnMark, reserveFnSrc, 1)
+	return append([]*redis.Script{Reserve, Commit, CommitMany, Release, Load, View, Reconcile, Adopt, Counts, Admit, Record, OrderState, Existing}, leaseScripts()...)
 }

@@ -40,7 +40,43 @@
 -- Idempotent per order id: go-redis retries timed-out scripts, and clients
 -- retry requests. The shebang makes Redis refuse the whole script when
 -- memory is full (maxmemory), never half of it.
---@reserve_fn
-local code, avail = reserve(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6],
-  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
-return {code, avail}
+local got = redis.call('MGET', KEYS[3], KEYS[4])
+local state, undone = got[1], got[2]
+if undone and string.find(' ' .. undone .. ' ', ' ' .. ARGV[3] .. ' ', 1, true) then
+  return {5, 0}
+end
+if state == 'U' and ARGV[6] ~= '1' then return {4, 0} end
+if state and state ~= 'U' then
+  if state == 'S' then return {3, 0} end
+  if state == 'L' then return {7, 0} end
+  local r = redis.call('HGET', KEYS[2], ARGV[1])
+  if r and string.match(r, '^%d+:%d+:([^:]*)') == ARGV[3] then
+    return {1, tonumber(redis.call('GET', KEYS[1]) or '0')}
+  end
+  if state == 'A' then redis.call('SET', KEYS[3], 'P', 'KEEPTTL') end
+  return {2, 0}
+end
+local sku = redis.call('MGET', KEYS[1], KEYS[5])
+if not sku[1] then return {-1, 0} end
+local avail = tonumber(sku[1])
+local qty = tonumber(ARGV[2])
+if avail < qty then
+  redis.call('SET', KEYS[3], 'S', 'EX', ARGV[5])
+  return {0, avail}
+end
+local counted = ''
+local limit = tonumber(sku[2] or '0')
+if limit > 0 then
+  if tonumber(redis.call('GET', KEYS[6]) or '0') + qty > limit then
+    redis.call('SET', KEYS[3], 'L', 'EX', ARGV[5])
+    return {6, avail}
+  end
+  redis.call('INCRBY', KEYS[6], qty)
+  counted = ':L'
+end
+local t = redis.call('TIME')
+local ms = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+redis.call('DECRBY', KEYS[1], qty)
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2] .. ':' .. ms .. ':' .. ARGV[3] .. ':' .. ARGV[4] .. counted)
+redis.call('SET', KEYS[3], 'A', 'EX', ARGV[5])
+return {1, avail - qty}

@@ -94,12 +94,6 @@ type GatewayConfig struct {
 	// ReserveWaitTimeout bounds that wait: SURGE_RESERVE_WAIT_TIMEOUT,
 	// default 50ms.
 	ReserveWaitTimeout time.Duration `envconfig:"RESERVE_WAIT_TIMEOUT" default:"50ms"`
-	// ReserveMaxBatch caps the orders of a SKU reserved in one script
-	// call (stock.Reserver: the reserves arriving while a SKU's call is in
-	// flight go in its next one): SURGE_RESERVE_MAX_BATCH, default 128; 1
-	// reserves each order by its own call. Batches are off while
-	// reservations wait for replicas.
-	ReserveMaxBatch int `envconfig:"RESERVE_MAX_BATCH" default:"128"`
 	// SoldOutHintTTL is how long the gateway answers a SKU it saw with no
 	// unit left as sold out without running the reserve script (the order
 	// is still claimed, so a retry gets the same answer):
@@ -232,11 +226,7 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	claims, limited := customerLimited(records, cfg.RateLimit)
 	prods := newProducts(eng.fast, eng.db, cfg.ProductTTL, log)
 	hints := &gateway.SoldOutHints{TTL: cfg.SoldOutHintTTL}
-	var reserver gateway.Reserver = st
-	if cfg.ReserveWaitReplicas <= 0 && cfg.ReserveMaxBatch > 1 {
-		reserver = stock.NewReserver(st, stock.ReserverOptions{MaxBatch: cfg.ReserveMaxBatch})
-	}
-	orders := gateway.New(gateway.Service{Stock: reserver, Idem: claims, Queue: pub, Catalog: catalog{eng.db}, Log: log,
+	orders := gateway.New(gateway.Service{Stock: st, Idem: claims, Queue: pub, Catalog: catalog{eng.db}, Log: log,
 		SoldOut: hints, Observer: gatewayObserver(limited, tel, topo.Exchange)})
 	tracker := &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st,
 		Undoable: undoable(cfg, orders)}

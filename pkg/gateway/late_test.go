@@ -69,7 +69,7 @@ func slowMaster(t *testing.T, sku string, readTimeout time.Duration) (*redis.Clu
 	return rdb, proxy
 }
 
-func service(t *testing.T, st gateway.Reserver, rdb redis.Cmdable) *gateway.Service {
+func service(t *testing.T, st *stock.Stock, rdb redis.Cmdable) *gateway.Service {
 	return gateway.New(gateway.Service{Stock: st, Idem: idem.New(rdb, time.Hour), Queue: noQueue{t},
 		Catalog: allSKUs{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
@@ -94,24 +94,12 @@ func loaded(t *testing.T, total int) string {
 // order and answered 503 unavailable; then it reaches Redis (TCP delivers
 // what the client wrote before it closed). The order answered "not taken"
 // must hold no unit, or the reconciler would publish it after its grace.
-// With stock.Reserver (the gateway's default) the call held is the SKU's
-// batched one, and the same must hold.
 func TestUnavailableOrderReservedLateHoldsNothing(t *testing.T) {
-	t.Run("reserve", func(t *testing.T) { lateReserveHoldsNothing(t, false) })
-	t.Run("reserve_many", func(t *testing.T) { lateReserveHoldsNothing(t, true) })
-}
-
-func lateReserveHoldsNothing(t *testing.T, batched bool) {
 	sku := loaded(t, 3)
 	rdb, proxy := slowMaster(t, sku, 200*time.Millisecond)
 	st := stock.New(rdb, stock.Options{})
-	var reserver gateway.Reserver = st
-	script := lua.Reserve
-	if batched {
-		reserver, script = stock.NewReserver(st, stock.ReserverOptions{}), lua.ReserveMany
-	}
-	svc := service(t, reserver, rdb)
-	proxy.Hold([]byte(script.Hash()))
+	svc := service(t, st, rdb)
+	proxy.Hold([]byte(lua.Reserve.Hash()))
 
 	ctx := context.Background()
 	o := order.Order{SKU: sku, Qty: 1, CustomerID: "late-buyer"}

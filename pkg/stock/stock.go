@@ -140,18 +140,13 @@ func (s *Stock) reserve(ctx context.Context, o order.Order, newClaim string) (or
 	if len(res) != 2 {
 		return r, fmt.Errorf("reserve sku=%s: unexpected reply %v", o.SKU, res)
 	}
-	return reserved(o, r, res[0], res[1])
-}
-
-// reserved turns reserve.lua's code and avail for o into Reserve's results.
-func reserved(o order.Order, r order.Reservation, code, avail int64) (order.Reservation, error) {
 	// The script answers avail 0 with every code but 0, 1 and 6.
-	r.Avail, r.Repeat = int(avail), code == 2 || code == 3 || code == 7
-	switch code {
+	r.Avail, r.Repeat = int(res[1]), res[0] == 2 || res[0] == 3 || res[0] == 7
+	switch res[0] {
 	case 1, 2:
 		return r, nil
 	case 0:
-		return r, fmt.Errorf("reserve sku=%s qty=%d avail=%d: %w", o.SKU, o.Qty, avail, order.ErrSoldOut)
+		return r, fmt.Errorf("reserve sku=%s qty=%d avail=%d: %w", o.SKU, o.Qty, res[1], order.ErrSoldOut)
 	case 3:
 		return r, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrSoldOut)
 	case 4:
@@ -165,7 +160,7 @@ func reserved(o order.Order, r order.Reservation, code, avail int64) (order.Rese
 	case -1:
 		return r, fmt.Errorf("reserve sku=%s: %w", o.SKU, order.ErrNotLoaded)
 	}
-	return r, fmt.Errorf("reserve sku=%s: unexpected code %d", o.SKU, code)
+	return r, fmt.Errorf("reserve sku=%s: unexpected code %d", o.SKU, res[0])
 }
 
 // Commit moves a committed order's units from its reservation to sold
