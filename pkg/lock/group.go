@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"surge/internal/coalesce"
 	"surge/lua"
 	"surge/pkg/keys"
 )
@@ -52,8 +53,8 @@ type Group struct {
 	c        *Client
 	opts     GroupOptions
 	ttl      string
-	acquires *coalescer[*acquireReq]
-	releases *coalescer[*releaseReq]
+	acquires *coalesce.Coalescer[*acquireReq]
+	releases *coalesce.Coalescer[*releaseReq]
 }
 
 // NewGroup returns a Group taking leases on c's Redis with c's retry
@@ -63,8 +64,8 @@ func NewGroup(c *Client, opts GroupOptions) *Group {
 	opts.setDefaults()
 	opts.TTL = max(opts.TTL, time.Millisecond)
 	g := &Group{c: c, opts: opts, ttl: strconv.FormatInt(opts.TTL.Milliseconds(), 10)}
-	g.acquires = newCoalescer(opts.MaxBatch, g.sendAcquires)
-	g.releases = newCoalescer(opts.MaxBatch, g.sendReleases)
+	g.acquires = coalesce.New(opts.MaxBatch, g.sendAcquires)
+	g.releases = coalesce.New(opts.MaxBatch, g.sendReleases)
 	return g
 }
 
@@ -132,7 +133,7 @@ func (g *Group) Hold(ctx context.Context, tag, name string) (fence int64, held c
 // up leaves its lease in the call; a lease taken for nobody is released.
 func (g *Group) try(ctx context.Context, tag string, l *Lease) (bool, error) {
 	r := &acquireReq{l: l, done: make(chan acquireResult, 1)}
-	g.acquires.add(tag, r)
+	g.acquires.Add(tag, r)
 	select {
 	case res := <-r.done:
 		if res.err != nil || res.fence == 0 {
@@ -181,7 +182,7 @@ func (g *Group) sendAcquires(tag string, batch []*acquireReq) {
 		// the orders are not locked out for a whole TTL. A lease that was
 		// never taken is left alone by the script.
 		if err != nil || (!delivered && res.fence > 0) {
-			g.releases.add(tag, &releaseReq{l: r.l, done: make(chan struct{}, 1)})
+			g.releases.Add(tag, &releaseReq{l: r.l, done: make(chan struct{}, 1)})
 		}
 	}
 }
@@ -190,7 +191,7 @@ func (g *Group) sendAcquires(tag string, batch []*acquireReq) {
 // second for it, whatever the holder's context says.
 func (g *Group) release(tag string, l *Lease) {
 	r := &releaseReq{l: l, done: make(chan struct{}, 1)}
-	g.releases.add(tag, r)
+	g.releases.Add(tag, r)
 	t := time.NewTimer(time.Second)
 	defer t.Stop()
 	select {

@@ -3,9 +3,9 @@ package stock
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
+	"surge/internal/coalesce"
 	"surge/pkg/order"
 )
 
@@ -36,13 +36,9 @@ func (o *CommitterOptions) setDefaults() {
 // order, run only after MySQL committed), and passes Release through, so
 // the worker uses it in place of a Stock.
 type Committer struct {
-	s    *Stock
-	opts CommitterOptions
-
-	mu sync.Mutex
-	// queued holds, per SKU with a call in flight, the orders waiting for
-	// the next one; a SKU absent has no call in flight.
-	queued map[string][]*commitReq
+	s       *Stock
+	opts    CommitterOptions
+	batches *coalesce.Coalescer[*commitReq]
 }
 
 type commitReq struct {
@@ -58,7 +54,9 @@ type commitResult struct {
 // NewCommitter returns a Committer on s.
 func NewCommitter(s *Stock, opts CommitterOptions) *Committer {
 	opts.setDefaults()
-	return &Committer{s: s, opts: opts, queued: map[string][]*commitReq{}}
+	c := &Committer{s: s, opts: opts}
+	c.batches = coalesce.New(opts.MaxBatch, c.send)
+	return c
 }
 
 // Commit queues the order for its SKU's next CommitMany call and waits for
@@ -67,35 +65,12 @@ func NewCommitter(s *Stock, opts CommitterOptions) *Committer {
 // invoiced it, so Redis must say so.
 func (c *Committer) Commit(ctx context.Context, sku, orderID string, qty int) (order.CommitOutcome, error) {
 	r := &commitReq{item: CommitItem{OrderID: orderID, Qty: qty}, done: make(chan commitResult, 1)}
-	c.mu.Lock()
-	waiting, busy := c.queued[sku]
-	c.queued[sku] = append(waiting, r)
-	c.mu.Unlock()
-	if !busy {
-		go c.drain(sku)
-	}
+	c.batches.Add(sku, r)
 	select {
 	case res := <-r.done:
 		return res.out, res.err
 	case <-ctx.Done():
 		return 0, fmt.Errorf("commit sku=%s order=%s: %w", sku, orderID, context.Cause(ctx))
-	}
-}
-
-// drain sends sku's queued orders, MaxBatch at a time, until none is left.
-func (c *Committer) drain(sku string) {
-	for {
-		c.mu.Lock()
-		batch := c.queued[sku]
-		if len(batch) == 0 {
-			delete(c.queued, sku)
-			c.mu.Unlock()
-			return
-		}
-		n := min(len(batch), c.opts.MaxBatch)
-		c.queued[sku] = batch[n:]
-		c.mu.Unlock()
-		c.send(sku, batch[:n])
 	}
 }
 
