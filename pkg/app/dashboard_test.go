@@ -210,6 +210,12 @@ func TestDashboardPanelsMove(t *testing.T) {
 		n, err := db.InvoiceCount(ctx, sku)
 		return n == 10, err
 	})
+	// The worker's MySQL transactions are counted, with the orders in them.
+	if got := scrapeSeries(t, services); sumOf(got, "surge_worker_mysql_batches_total") < 1 ||
+		sumOf(got, "surge_worker_mysql_batch_orders_total") < 10 {
+		t.Fatalf("worker batches %v and batch orders %v, want at least one transaction and the sale's 10 orders",
+			sumOf(got, "surge_worker_mysql_batches_total"), sumOf(got, "surge_worker_mysql_batch_orders_total"))
+	}
 	testkit.WaitFor(t, "the letter parked", 10*time.Second, func() (bool, error) {
 		n, _, err := queue.QueueDepth(ctx, conn, topo.DeadQueue)
 		return n >= 1, err

@@ -84,6 +84,7 @@ func NewWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) (*Worker
 	if cfg.BatchMax > 1 {
 		batcher = store.NewBatcher(eng.db, store.BatcherOptions{MaxBatch: cfg.BatchMax, Linger: cfg.BatchLinger})
 		ledger = batcher
+		metrics.WorkerBatcher(batcher.Stats)
 	}
 	tel, err := setupTracing(ctx, cfg.OTLPEndpoint, cfg.Tracing, "surge-worker", log)
 	if err != nil {

@@ -175,6 +175,7 @@ func init() {
 		workerOrders, workerDuration, acceptedToInvoiced, buildInfo, retries, deadLetters,
 		reconcileDrift, reconcileRepairs, reconcileRuns, reconcileDuration, reconcileLastSuccess,
 		lockAcquisitions, lockWait, cacheRequests, cacheRebuilds, rateLimited,
+		workerBatches, workerBatchOrders,
 	)
 	for _, o := range reservationOutcomes {
 		reservations.WithLabelValues(o)

@@ -266,6 +266,7 @@ func TestHandlerServesEveryFamily(t *testing.T) {
 		"surge_reconcile_repairs_total", "surge_lock_acquisitions_total", "surge_cache_requests_total",
 		"surge_cache_rebuilds_total", "surge_rate_limit_decisions_total", "go_goroutines",
 		"surge_build_info", "surge_order_accepted_to_invoiced_seconds", "surge_publish_batch_orders",
+		"surge_worker_mysql_batches_total", "surge_worker_mysql_batch_orders_total",
 	} {
 		if !strings.Contains(body, "\n"+name) && !strings.HasPrefix(body, name) {
 			t.Errorf("/metrics lacks %s", name)
@@ -296,4 +297,25 @@ func TestBuildInfo(t *testing.T) {
 		t.Fatalf("surge_build_info labels %v lack goversion=%s", ms[0].GetLabel(), runtime.Version())
 	}
 	t.Fatal("surge_build_info is not published")
+}
+
+// The worker's batch counters read its batcher: transactions and the
+// orders in them, so a dashboard can divide one by the other.
+func TestWorkerBatchCountersReadTheBatcher(t *testing.T) {
+	WorkerBatcher(func() (int64, int64) { return 3, 45 })
+	t.Cleanup(func() { batchStats.Store(nil) })
+	got := map[string]float64{}
+	fams, err := Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		switch f.GetName() {
+		case "surge_worker_mysql_batches_total", "surge_worker_mysql_batch_orders_total":
+			got[f.GetName()] = value(f.GetMetric()[0])
+		}
+	}
+	if got["surge_worker_mysql_batches_total"] != 3 || got["surge_worker_mysql_batch_orders_total"] != 45 {
+		t.Fatalf("batch counters %v, want 3 transactions and 45 orders", got)
+	}
 }

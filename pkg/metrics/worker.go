@@ -2,9 +2,13 @@ package metrics
 
 import (
 	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
 	"surge/pkg/order"
 	"surge/pkg/worker"
-	"time"
 )
 
 // WorkerObserver records worker outcomes and processing time, and each
@@ -57,4 +61,30 @@ func (w WorkerObserver) End(_ context.Context, step worker.Step, _ order.Order, 
 		result = LockError
 	}
 	lockAttempt(result, r.Took)
+}
+
+// batchStats reads the worker's MySQL batcher (store.Batcher.Stats): the
+// transactions it ran and the orders in them. Nil until WorkerBatcher.
+var batchStats atomic.Pointer[func() (batches, orders int64)]
+
+var (
+	workerBatches = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "worker_mysql_batches_total",
+		Help: "MySQL transactions the worker's batcher ran; surge_worker_mysql_batch_orders_total divided by it is the orders per transaction.",
+	}, func() float64 { b, _ := readBatchStats(); return float64(b) })
+	workerBatchOrders = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "worker_mysql_batch_orders_total",
+		Help: "Orders the worker's batcher sent MySQL, summed over its transactions.",
+	}, func() float64 { _, o := readBatchStats(); return float64(o) })
+)
+
+// WorkerBatcher has the batch counters read stats (a worker's
+// store.Batcher.Stats). The last call wins: one worker per process.
+func WorkerBatcher(stats func() (batches, orders int64)) { batchStats.Store(&stats) }
+
+func readBatchStats() (batches, orders int64) {
+	if f := batchStats.Load(); f != nil {
+		return (*f)()
+	}
+	return 0, 0
 }
