@@ -135,14 +135,7 @@ func TestWatchdogNoticesTakeover(t *testing.T) {
 	if err := rdb.Set(ctx, keys.Lock(name), "someone-else", 10*time.Second).Err(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-held.Done():
-	case <-time.After(30 * time.Second):
-		t.Fatal("takeover never noticed")
-	}
-	if !errors.Is(context.Cause(held), lock.ErrLost) {
-		t.Fatalf("cause %v, want ErrLost", context.Cause(held))
-	}
+	waitLost(t, held)
 }
 
 // WithLock runs fn with the fence under the lock and releases it after.

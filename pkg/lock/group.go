@@ -106,21 +106,9 @@ func (g *Group) Hold(ctx context.Context, tag, name string) (fence int64, held c
 		return 0, nil, nil, fmt.Errorf("acquire lock %s: %w", name, err)
 	}
 	l := &Lease{c: g.c, name: name, key: keys.TaggedLock(tag, name), token: token, ttl: g.opts.TTL}
-	for failed := 0; ; failed++ {
-		ok, err := g.try(ctx, tag, l)
-		if err != nil {
-			return 0, nil, nil, fmt.Errorf("acquire lock %s: %w", name, err)
-		}
-		if ok {
-			break
-		}
-		wait, again := g.c.opts.Retry.Next(failed + 1)
-		if !again {
-			return 0, nil, nil, fmt.Errorf("acquire lock %s after %d attempts: %w", name, failed+1, ErrNotObtained)
-		}
-		if err := sleep(ctx, wait); err != nil {
-			return 0, nil, nil, fmt.Errorf("acquire lock %s: %w", name, err)
-		}
+	err = acquire(ctx, name, g.c.opts.Retry, func(ctx context.Context) (bool, error) { return g.try(ctx, tag, l) })
+	if err != nil {
+		return 0, nil, nil, err
 	}
 	held, stop := l.Watch(ctx)
 	return l.fence, held, func() {
@@ -212,17 +200,5 @@ func (g *Group) sendReleases(_ string, batch []*releaseReq) {
 	_ = lua.LeaseReleaseMany.Run(ctx, g.c.rdb, ks, args...).Err()
 	for _, r := range batch {
 		r.done <- struct{}{}
-	}
-}
-
-// sleep waits d, or until ctx ends (its cause is returned).
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
 	}
 }

@@ -281,14 +281,7 @@ func TestGroupLeaseLossCancelsTheHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rdb.Del(context.Background(), keys.TaggedLock(tag, "taken")) })
-	select {
-	case <-held.Done():
-	case <-time.After(30 * time.Second):
-		t.Fatal("takeover never noticed")
-	}
-	if !errors.Is(context.Cause(held), lock.ErrLost) {
-		t.Fatalf("cause %v, want ErrLost", context.Cause(held))
-	}
+	waitLost(t, held)
 	release()
 	if v, _ := rdb.Get(ctx, keys.TaggedLock(tag, "taken")).Result(); v != "someone-else" {
 		t.Fatalf("the lost holder's release touched the new holder's lease: %q", v)

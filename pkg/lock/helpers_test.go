@@ -2,13 +2,16 @@ package lock_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"surge/internal/testenv"
 	"surge/pkg/keys"
+	"surge/pkg/lock"
 )
 
 // lockName returns a fresh lock name whose keys are deleted at cleanup.
@@ -61,4 +64,18 @@ func (p *pausable) Eval(ctx context.Context, script string, keys []string, args 
 func (p *pausable) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
 	p.wait()
 	return p.Scripter.EvalSha(ctx, sha1, keys, args...)
+}
+
+// waitLost waits for a watched lease taken over by another holder to
+// cancel its context, with cause ErrLost.
+func waitLost(t *testing.T, held context.Context) {
+	t.Helper()
+	select {
+	case <-held.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("takeover never noticed")
+	}
+	if !errors.Is(context.Cause(held), lock.ErrLost) {
+		t.Fatalf("cause %v, want ErrLost", context.Cause(held))
+	}
 }

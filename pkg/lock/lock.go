@@ -90,21 +90,32 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, re
 		return nil, fmt.Errorf("acquire lock %s: %w", name, err)
 	}
 	l := &Lease{c: c, name: name, key: keys.Lock(name), token: token, ttl: ttl}
+	if err := acquire(ctx, name, retry, l.try); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// acquire runs try until it takes the lease, waiting as retry says while
+// another holder has it. It returns ErrNotObtained when retry gives up,
+// ctx's cause when ctx ends first, and try's error otherwise, each
+// wrapped with the lock's name.
+func acquire(ctx context.Context, name string, retry Retry, try func(context.Context) (bool, error)) error {
 	var timer *time.Timer
 	for failed := 0; ; failed++ {
-		ok, err := l.try(ctx)
+		ok, err := try(ctx)
 		if err != nil && ctx.Err() != nil {
 			err = context.Cause(ctx)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("acquire lock %s: %w", name, err)
+			return fmt.Errorf("acquire lock %s: %w", name, err)
 		}
 		if ok {
-			return l, nil
+			return nil
 		}
 		wait, again := retry.Next(failed + 1)
 		if !again {
-			return nil, fmt.Errorf("acquire lock %s after %d attempts: %w", name, failed+1, ErrNotObtained)
+			return fmt.Errorf("acquire lock %s after %d attempts: %w", name, failed+1, ErrNotObtained)
 		}
 		if timer == nil {
 			timer = time.NewTimer(wait)
@@ -114,7 +125,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, re
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("acquire lock %s: %w", name, context.Cause(ctx))
+			return fmt.Errorf("acquire lock %s: %w", name, context.Cause(ctx))
 		case <-timer.C:
 		}
 	}
