@@ -167,12 +167,13 @@ redis_stats() {
 	local p
 	for p in 7000 7001 7002 7003 7004 7005; do
 		if [[ -z "${1:-}" ]]; then
-			REDISCLI_AUTH="${SURGE_REDIS_PASSWORD:-surge}" redis-cli --no-auth-warning -p "$p" config resetstat >/dev/null 2>&1 || true
+			rcli "$p" config resetstat >/dev/null 2>&1 || true
 		else
-			REDISCLI_AUTH="${SURGE_REDIS_PASSWORD:-surge}" redis-cli --no-auth-warning -p "$p" info commandstats 2>/dev/null | sed -n "s/^cmdstat_/$p /p" >>"$1" || true
+			rcli "$p" info commandstats 2>/dev/null | sed -n "s/^cmdstat_/$p /p" >>"$1" || true
 		fi
 	done
 }
+rcli() { REDISCLI_AUTH="${SURGE_REDIS_PASSWORD:-surge}" redis-cli --no-auth-warning -p "$@"; }
 
 log "surge sustained load: every order accepted, ${SUSTAINED_S}s, $C concurrent"
 redis_stats

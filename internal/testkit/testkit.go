@@ -34,13 +34,8 @@ func Store(t testing.TB) (*store.Store, string) {
 // OpenStore opens a store on dsn and migrates it; it is closed at cleanup.
 func OpenStore(t testing.TB, dsn string) *store.Store {
 	t.Helper()
-	ctx := context.Background()
-	db, err := store.Open(ctx, dsn, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if err := db.Migrate(ctx); err != nil {
+	db := openUnmigrated(t, dsn)
+	if err := db.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return db
@@ -124,17 +119,24 @@ func OrderStatuses(ctx context.Context, db *store.Store, ids []string) (map[stri
 	return counts, nil
 }
 
+// openUnmigrated opens a store on dsn as it is; it is closed at cleanup.
+func openUnmigrated(t testing.TB, dsn string) *store.Store {
+	t.Helper()
+	db, err := store.Open(context.Background(), dsn, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
 // StoreAtVersion opens a store on dsn with the schema migrated up to
 // version only (one less than the newest: an older build's schema); it
 // is closed at cleanup. It returns the store and the newest version.
 func StoreAtVersion(t testing.TB, dsn string, version int64) (db *store.Store, latest int64) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, dsn, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db = openUnmigrated(t, dsn)
 	p, err := goose.NewProvider(goose.DialectMySQL, db.DB().DB, migrations.FS,
 		goose.WithLogger(goose.NopLogger()), goose.WithDisableGlobalRegistry(true))
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 	"surge/pkg/order"
 	"surge/pkg/queue"
 )
@@ -94,7 +95,7 @@ func boundedTopology(t *testing.T, max int) (*queue.Conn, queue.Topology) {
 	p := testenv.Unique("t.gw") + "."
 	topo := queue.NewTopology(queue.Topology{Exchange: p + "orders", Queue: p + "orders.created",
 		DeadExchange: p + "orders.dlx", DeadQueue: p + "orders.dead", RetryExchange: p + "orders.retry"})
-	onChannel(t, conn, func(ch *amqp.Channel) error {
+	testkit.OnChannel(t, conn, func(ch *amqp.Channel) error {
 		if err := topo.Declare(ch); err != nil {
 			return err
 		}
@@ -107,20 +108,8 @@ func boundedTopology(t *testing.T, max int) (*queue.Conn, queue.Topology) {
 		}
 		return ch.QueueBind(topo.Queue, topo.RoutingKey, topo.Exchange, false, nil)
 	})
-	t.Cleanup(func() { onChannel(t, conn, topo.Delete) })
+	t.Cleanup(func() { testkit.OnChannel(t, conn, topo.Delete) })
 	return conn, topo
-}
-
-func onChannel(t *testing.T, conn *queue.Conn, fn func(*amqp.Channel) error) {
-	t.Helper()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	if err := fn(ch); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // queuedOrders takes every message of the queue and counts the orders
@@ -128,7 +117,7 @@ func onChannel(t *testing.T, conn *queue.Conn, fn func(*amqp.Channel) error) {
 func queuedOrders(t *testing.T, conn *queue.Conn, name string) map[string]int {
 	t.Helper()
 	held := map[string]int{}
-	onChannel(t, conn, func(ch *amqp.Channel) error {
+	testkit.OnChannel(t, conn, func(ch *amqp.Channel) error {
 		for {
 			d, ok, err := ch.Get(name, true)
 			if err != nil || !ok {

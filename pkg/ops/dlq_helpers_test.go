@@ -14,6 +14,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"surge/internal/testenv"
+	"surge/internal/testkit"
 	"surge/pkg/admin"
 	"surge/pkg/ops"
 	"surge/pkg/order"
@@ -45,8 +46,8 @@ func newDLQEnv(t *testing.T) *dlqEnv {
 	topo := queue.NewTopology(queue.Topology{Exchange: p + "orders", Queue: p + "orders.created", DeadExchange: p + "orders.dlx",
 		DeadQueue: p + "orders.dead", RetryExchange: p + "orders.retry",
 		RetryDelays: []time.Duration{200 * time.Millisecond}})
-	onChannel(t, conn, func(ch *amqp.Channel) error { return topo.Declare(ch) })
-	t.Cleanup(func() { onChannel(t, conn, func(ch *amqp.Channel) error { return topo.Delete(ch) }) })
+	testkit.OnChannel(t, conn, func(ch *amqp.Channel) error { return topo.Declare(ch) })
+	t.Cleanup(func() { testkit.OnChannel(t, conn, func(ch *amqp.Channel) error { return topo.Delete(ch) }) })
 	db, err := store.Open(ctx, dsn, store.Options{MaxOpenConns: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -58,18 +59,6 @@ func newDLQEnv(t *testing.T) *dlqEnv {
 	e := &dlqEnv{conn: conn, topo: topo, db: db, sku: testenv.Unique("dlq-")}
 	e.svc = &ops.DeadLetters{Queue: ops.QueueDead{Conn: conn, Topology: topo}, DB: db}
 	return e
-}
-
-func onChannel(t *testing.T, conn *queue.Conn, fn func(*amqp.Channel) error) {
-	t.Helper()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	if err := fn(ch); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func testOrder(sku string, i int) order.Order {
@@ -121,7 +110,7 @@ func (e *dlqEnv) ids(t *testing.T) []string {
 func (e *dlqEnv) workQueue(t *testing.T) []string {
 	t.Helper()
 	out := []string{}
-	onChannel(t, e.conn, func(ch *amqp.Channel) error {
+	testkit.OnChannel(t, e.conn, func(ch *amqp.Channel) error {
 		for {
 			d, ok, err := ch.Get(e.topo.Queue, true)
 			if err != nil || !ok {
