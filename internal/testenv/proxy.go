@@ -25,6 +25,7 @@ type Proxy struct {
 	held    []*link       // connections holding requests until Deliver
 	delay   time.Duration // added to every chunk, each way, while set
 	delayed int           // chunks delayed so far
+	chunks  int           // chunks forwarded so far, delayed or not
 }
 
 // link is one proxied connection: the client's end, the engine's, and
@@ -117,9 +118,17 @@ func (p *Proxy) Delayed() int {
 	return p.delayed
 }
 
+// Chunks is the number of chunks forwarded so far, delayed or not.
+func (p *Proxy) Chunks() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.chunks
+}
+
 // wait sleeps for the delay set, if any, before a chunk goes on.
 func (p *Proxy) wait() {
 	p.mu.Lock()
+	p.chunks++
 	d := p.delay
 	if d > 0 {
 		p.delayed++
