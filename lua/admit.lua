@@ -15,10 +15,11 @@
 -- ARGV[3] the request's fingerprint
 -- ARGV[4] idempotency record TTL and window length, milliseconds
 -- ARGV[5] nonce of this call
--- ARGV[6] W                ARGV[7] '1' to record a new claim as answered
---                          sold out ('!' before the fingerprint)
--- ARGV[8] the key's phase, milliseconds (order.Phase)
--- A record is "[!]<fingerprint>#<nonce of the call that made it>".
+-- ARGV[6] W
+-- ARGV[7] the key's phase, milliseconds (order.Phase)
+-- A record is "<fingerprint>#<nonce of the call that made it>"; one made by
+-- a gateway from before sold-out answers left no record may carry '!'
+-- before the fingerprint (the reader ignores it).
 -- Returns, with i the index (1-4) of the record's key among KEYS[2..5]:
 --   {0, retry_after_us, i or 0, record or false}  over budget, nothing written
 --   {1, i, false}   this call made the record (or go-redis is resending the
@@ -26,7 +27,7 @@
 --   {2, i, record}  a record exists (a retry, or another body): unchanged
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local d = math.floor((math.floor(now_us / 1000) + tonumber(ARGV[8])) / tonumber(ARGV[4])) - tonumber(ARGV[6])
+local d = math.floor((math.floor(now_us / 1000) + tonumber(ARGV[7])) / tonumber(ARGV[4])) - tonumber(ARGV[6])
 if d < -1 or d > 1 then
   return redis.error_reply('ERR the gateway clock is an idempotency window or more off this master')
 end
@@ -58,7 +59,5 @@ end
 if v then
   return {2, i - 1, v}
 end
-local mark = ''
-if ARGV[7] == '1' then mark = '!' end
-redis.call('SET', KEYS[cur], mark .. ARGV[3] .. '#' .. ARGV[5], 'PX', ARGV[4])
+redis.call('SET', KEYS[cur], ARGV[3] .. '#' .. ARGV[5], 'PX', ARGV[4])
 return {1, cur - 1, false}

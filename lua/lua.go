@@ -38,5 +38,5 @@ var (
 
 // All lists every script, for loading them on each master at start-up.
 func All() []*redis.Script {
-	return append([]*redis.Script{Reserve, Commit, CommitMany, Release, Load, View, Reconcile, Adopt, Counts, Admit, Record, OrderState, Existing}, leaseScripts()...)
+	return append([]*redis.Script{Reserve, Commit, CommitMany, Release, Load, View, Reconcile, Adopt, Counts, Admit, Record, OrderState, Existing, Sighting}, leaseScripts()...)
 }

@@ -46,12 +46,13 @@ end
 if state == 'C' then return -1 end
 local r = redis.call('HGET', KEYS[2], ARGV[1])
 if ARGV[2] == 'undo' then
-  if not r and (not state or state == 'S' or state == 'L' or state == 'U') then
-    -- The call reserved nothing yet. A sold-out order stays S, one
-    -- refused for the purchase limit L (a retry gets the same answer);
-    -- any other is closed to the retries that
+  local refusal = state and (string.sub(state, 1, 1) == 'S' or state == 'L')
+  if not r and (not state or refusal or state == 'U') then
+    -- The call reserved nothing yet. A sold-out order stays S (a retry
+    -- is judged anew), one refused for the purchase limit L (a retry
+    -- gets the same answer); any other is closed to the retries that
     -- claimed before the answer, as after a release.
-    if state ~= 'S' and state ~= 'L' then redis.call('SET', KEYS[3], 'U', 'EX', ARGV[5]) end
+    if not refusal then redis.call('SET', KEYS[3], 'U', 'EX', ARGV[5]) end
     return 0
   end
   if state ~= 'A' or not r or string.match(r, '^%d+:%d+:([^:]*)') ~= ARGV[4] then return -2 end

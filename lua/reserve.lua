@@ -16,7 +16,10 @@
 --   1 reserved now, or this very call seen again (go-redis resent it after
 --     a lost reply) while its reservation stands: the state is unchanged;
 --   2 repeat of an accepted order by another call (nothing reserved);
---   0 sold out (remembered for the order); 3 repeat of a sold-out order;
+--   0 sold out (the call's nonce remembered for the order: state
+--     'S <nonce> ...'); 3 this very call answered sold out before (a copy
+--     of it, go-redis resending it or TCP retransmitting it), or an order
+--     refused sold out before calls were remembered (state 'S' alone);
 --   4 a retry of an order its first request undid as not taken (state
 --     U): nothing reserved, the retry is not taken either;
 --   5 this call was undone already (its nonce is in KEYS[4]): a copy that
@@ -28,6 +31,11 @@
 --     not sold out); 7 repeat of an order refused so;
 --  -1 stock not loaded (the caller must not sell).
 -- Sold out is checked first: a refusal for the limit means units are left.
+-- An order refused sold out binds nothing: another call for it (a retry,
+-- whose nonce is new) is judged anew, and when it reserves, the nonces of
+-- the calls refused before move to KEYS[4], so a late copy of one of them
+-- reserves nothing (code 5) and cannot take the order behind the retry's
+-- back.
 -- The reservation is "qty:reserved_ms:nonce:customer_id", with ":L" after
 -- it when it was counted in KEYS[6] (lua/release.lua gives only such
 -- units back); the time is by this master's clock (the reconciler's grace
@@ -46,8 +54,12 @@ if undone and string.find(' ' .. undone .. ' ', ' ' .. ARGV[3] .. ' ', 1, true) 
   return {5, 0}
 end
 if state == 'U' and ARGV[6] ~= '1' then return {4, 0} end
+local refused -- the nonces of the calls answered sold out before
+if state and string.sub(state, 1, 1) == 'S' then
+  if state == 'S' or string.find(state .. ' ', ' ' .. ARGV[3] .. ' ', 1, true) then return {3, 0} end
+  refused, state = string.sub(state, 3), nil
+end
 if state and state ~= 'U' then
-  if state == 'S' then return {3, 0} end
   if state == 'L' then return {7, 0} end
   local r = redis.call('HGET', KEYS[2], ARGV[1])
   if r and string.match(r, '^%d+:%d+:([^:]*)') == ARGV[3] then
@@ -61,7 +73,7 @@ if not sku[1] then return {-1, 0} end
 local avail = tonumber(sku[1])
 local qty = tonumber(ARGV[2])
 if avail < qty then
-  redis.call('SET', KEYS[3], 'S', 'EX', ARGV[5])
+  redis.call('SET', KEYS[3], 'S ' .. (refused and refused .. ' ' or '') .. ARGV[3], 'EX', ARGV[5])
   return {0, avail}
 end
 local counted = ''
@@ -73,6 +85,9 @@ if limit > 0 then
   end
   redis.call('INCRBY', KEYS[6], qty)
   counted = ':L'
+end
+if refused then
+  redis.call('SET', KEYS[4], (undone and undone .. ' ' or '') .. refused, 'EX', ARGV[5])
 end
 local t = redis.call('TIME')
 local ms = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))

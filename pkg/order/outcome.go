@@ -91,3 +91,17 @@ const (
 	// settled.
 	RetryAfterUnknown = 2 * time.Second
 )
+
+// Sighting is what one read of a SKU saw, for the gateway's sold-out
+// answers: the units left and, for each order id asked about, whether an
+// order of that id was reserved (on its way, committed or rejected since),
+// so that a retry of it must get its own answer.
+type Sighting struct {
+	// Loaded is false when the SKU's stock is not in Redis.
+	Loaded bool
+	// Avail is the number of units left.
+	Avail int
+	// Reserved[i] tells whether the i-th id asked about names a reserved
+	// order.
+	Reserved []bool
+}
