@@ -124,14 +124,14 @@ func TestServiceUsersRunTheirScripts(t *testing.T) {
 	// The gateway claims, reserves, releases, limits and loads (admin API).
 	gs := stock.New(gw, stock.Options{})
 	o := order.Order{SKU: sku, Qty: 2, CustomerID: "c1"}
-	forgotten, err := idem.New(gw, time.Minute).Claim(ctx, o, testenv.Unique("k"), false)
+	forgotten, err := idem.New(gw, time.Minute).Claim(ctx, o, testenv.Unique("k"))
 	if err != nil {
 		t.Fatalf("gateway claim: %v", err)
 	}
 	if ok, err := idem.New(gw, time.Minute).Forget(ctx, forgotten); !ok || err != nil {
 		t.Fatalf("gateway forget: %v %v", ok, err)
 	}
-	claim, err := idem.New(gw, time.Minute).Limited(1, 2).Claim(ctx, o, testenv.Unique("k"), false)
+	claim, err := idem.New(gw, time.Minute).Limited(1, 2).Claim(ctx, o, testenv.Unique("k"))
 	if err != nil {
 		t.Fatalf("gateway claim: %v", err)
 	}

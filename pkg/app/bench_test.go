@@ -27,14 +27,13 @@ type (
 	benchCatalog   struct{}
 )
 
-func (benchClaims) Claim(_ context.Context, o order.Order, key string, _ bool) (order.Claim, error) {
+func (benchClaims) Claim(_ context.Context, o order.Order, key string) (order.Claim, error) {
 	return order.Claim{OrderID: "o_0123456789abcdef01234567", Created: true, Nonce: "n"}, nil
 }
 func (benchClaims) Existing(context.Context, order.Order, string) (string, bool, error) {
 	return "", false, nil
 }
 func (benchClaims) Forget(context.Context, order.Claim) (bool, error) { return true, nil }
-func (benchClaims) Unmark(context.Context, order.Claim) (bool, error) { return true, nil }
 
 func (benchStock) Reserve(context.Context, order.Order) (order.Reservation, error) {
 	return order.Reservation{Avail: 1 << 30, Nonce: "n"}, nil

@@ -125,10 +125,14 @@ func TestDashboardPanelsMove(t *testing.T) {
 		t.Fatalf("the sale answered %v, want 10 accepted and 10 sold out", count)
 	}
 
-	// One customer over its budget (2 orders, 1 a second).
+	// One customer over its budget (2 orders, 1 a second), on a SKU with
+	// units left: sold-out answers spend no budget.
+	plenty := testenv.Unique("dash-plenty-")
+	testenv.CleanupSKU(t, testenv.Redis(t), plenty)
+	apptest.PutStock(t, hc, adminURL, "test-token", plenty, 10, "Dashboard item", 900)
 	limited := 0
 	for i := range 4 {
-		if post(t, hc, url, "r-"+strconv.Itoa(i), orderBody(sku, 1, run+"-greedy")).Status == http.StatusTooManyRequests {
+		if post(t, hc, url, "r-"+strconv.Itoa(i), orderBody(plenty, 1, run+"-greedy")).Status == http.StatusTooManyRequests {
 			limited++
 		}
 	}

@@ -94,14 +94,12 @@ type GatewayConfig struct {
 	// ReserveWaitTimeout bounds that wait: SURGE_RESERVE_WAIT_TIMEOUT,
 	// default 50ms.
 	ReserveWaitTimeout time.Duration `envconfig:"RESERVE_WAIT_TIMEOUT" default:"50ms"`
-	// SoldOutHintTTL is how long the gateway answers a SKU it saw with no
-	// unit left as sold out without running the reserve script (the order
-	// is still claimed, so a retry gets the same answer):
-	// SURGE_SOLD_OUT_HINT_TTL, default 100ms; 0 turns it off. Units that
-	// come back (a released reservation, a restock through another
-	// gateway) are sold at most twice this much later (see
-	// gateway.SoldOutHints).
-	SoldOutHintTTL time.Duration `envconfig:"SOLD_OUT_HINT_TTL" default:"100ms"`
+	// SoldOutReadTimeout bounds the read of a SKU that answers orders sold
+	// out with no write (gateway.SoldOut): an order whose read takes
+	// longer goes the full way. SURGE_SOLD_OUT_READ_TIMEOUT, default
+	// 100ms; 0 turns such answers off (every order runs the reserve
+	// script).
+	SoldOutReadTimeout time.Duration `envconfig:"SOLD_OUT_READ_TIMEOUT" default:"100ms"`
 	// CORSOrigins are the browser origins (exact, e.g.
 	// https://shop.example) allowed to call the API: SURGE_CORS_ORIGINS,
 	// comma-separated, default none.
@@ -225,7 +223,10 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	records := idem.New(eng.fast, cfg.IdempotencyTTL)
 	claims, limited := customerLimited(records, cfg.RateLimit)
 	prods := newProducts(eng.fast, eng.db, cfg.ProductTTL, log)
-	hints := &gateway.SoldOutHints{TTL: cfg.SoldOutHintTTL}
+	var hints *gateway.SoldOut
+	if cfg.SoldOutReadTimeout > 0 {
+		hints = &gateway.SoldOut{Sighter: st, Window: cfg.IdempotencyTTL, Timeout: cfg.SoldOutReadTimeout}
+	}
 	orders := gateway.New(gateway.Service{Stock: st, Idem: claims, Queue: pub, Catalog: catalog{eng.db}, Log: log,
 		SoldOut: hints, Observer: gatewayObserver(limited, tel, topo.Exchange)})
 	tracker := &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st,

@@ -25,12 +25,12 @@ func newProducts(rdb productview.Redis, db productview.Source, ttl time.Duration
 type stockAdmin struct {
 	httpapi.StockAdmin
 	products *productview.Views
-	hints    *gateway.SoldOutHints
+	hints    *gateway.SoldOut
 	log      *slog.Logger
 }
 
-// Load sets the stock, then forgets this gateway's sold-out hint and
-// invalidates the SKU's cached view.
+// Load sets the stock, then forgets what this gateway saw of the SKU's
+// units (gateway.SoldOut) and invalidates the SKU's cached view.
 func (s stockAdmin) Load(ctx context.Context, sku string, req admin.LoadRequest) (admin.StockReport, error) {
 	rep, err := s.StockAdmin.Load(ctx, sku, req)
 	if err == nil {

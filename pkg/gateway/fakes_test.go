@@ -10,8 +10,7 @@ import (
 )
 
 // fakeClaims keeps idempotency records in memory, as idem.Records does in
-// Redis: a record is the request's fingerprint, maybe marked sold out,
-// made by a nonce. Limited customers are refused before anything is
+// Redis: a record is the request's fingerprint, made by a nonce. Limited customers are refused before anything is
 // recorded (an unknown outcome when their key names an open order).
 type fakeClaims struct {
 	mu      sync.Mutex
@@ -30,14 +29,13 @@ type fakeClaims struct {
 
 type fakeRecord struct {
 	body, nonce string
-	soldOut     bool
 }
 
 func newFakeClaims() *fakeClaims {
 	return &fakeClaims{records: map[string]fakeRecord{}, limited: map[string]bool{}}
 }
 
-func (c *fakeClaims) Claim(_ context.Context, o order.Order, key string, soldOut bool) (order.Claim, error) {
+func (c *fakeClaims) Claim(_ context.Context, o order.Order, key string) (order.Claim, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seq++
@@ -51,7 +49,7 @@ func (c *fakeClaims) Claim(_ context.Context, o order.Order, key string, soldOut
 	}
 	old, ok := c.records[cl.OrderID]
 	if c.limited[o.CustomerID] {
-		if ok && old.body == o.Fingerprint() && !old.soldOut {
+		if ok && old.body == o.Fingerprint() {
 			return cl, &order.UnknownOutcomeError{OrderID: cl.OrderID, Cause: errors.New("rate limited retry")}
 		}
 		return order.Claim{}, &order.RateLimitedError{RetryAfter: 1}
@@ -61,13 +59,11 @@ func (c *fakeClaims) Claim(_ context.Context, o order.Order, key string, soldOut
 	}
 	switch {
 	case !ok:
-		c.records[cl.OrderID] = fakeRecord{o.Fingerprint(), cl.Nonce, soldOut}
+		c.records[cl.OrderID] = fakeRecord{o.Fingerprint(), cl.Nonce}
 		cl.Created = true
 		return cl, nil
 	case old.body != o.Fingerprint():
 		return cl, order.ErrIdempotencyMismatch
-	case old.soldOut:
-		return cl, order.ErrSoldOut
 	}
 	return cl, nil
 }
@@ -80,7 +76,7 @@ func (c *fakeClaims) Existing(_ context.Context, o order.Order, key string) (str
 		return id, false, errors.New("redis unreachable")
 	}
 	r, ok := c.records[id]
-	return id, ok && r.body == o.Fingerprint() && !r.soldOut, nil
+	return id, ok && r.body == o.Fingerprint(), nil
 }
 
 func (c *fakeClaims) Forget(_ context.Context, cl order.Claim) (bool, error) {
@@ -94,18 +90,6 @@ func (c *fakeClaims) Forget(_ context.Context, cl order.Claim) (bool, error) {
 	return true, nil
 }
 
-func (c *fakeClaims) Unmark(_ context.Context, cl order.Claim) (bool, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.records[cl.OrderID]
-	if !ok || r.nonce != cl.Nonce {
-		return false, nil
-	}
-	r.soldOut = false
-	c.records[cl.OrderID] = r
-	return true, nil
-}
-
 func (c *fakeClaims) has(id string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -113,11 +97,13 @@ func (c *fakeClaims) has(id string) bool {
 	return ok
 }
 
-// fakeStock follows lua/reserve.lua and lua/release.lua for one SKU: order
-// states A (reserved), P (repeated), S (sold out), U (undone); Undo only
-// takes back an unrepeated reservation with its nonce. failReserve makes
-// the next Reserve run and then report a lost reply; failUndo makes Undo
-// fail; afterUndo runs once after the next undo.
+// fakeStock follows lua/reserve.lua, lua/release.lua and lua/sighting.lua
+// for one SKU: order states A (reserved), P (repeated), S (sold out: a
+// later call is judged anew), U (undone); Undo only takes back an
+// unrepeated reservation with its nonce. failReserve makes the next
+// Reserve run and then report a lost reply; failUndo makes Undo fail;
+// afterUndo runs once after the next undo; sightErr makes Sight fail, and
+// sightDuring runs inside each Sight; sights counts the Sight calls.
 type fakeStock struct {
 	mu          sync.Mutex
 	avail       int
@@ -129,6 +115,10 @@ type fakeStock struct {
 	failUndo    error
 	afterUndo   func()
 	undos       int
+	reserves    int
+	sightErr    error
+	sightDuring func()
+	sights      int
 }
 
 func newFakeStock(avail int) *fakeStock {
@@ -147,6 +137,7 @@ func (s *fakeStock) run(o order.Order, newClaim bool) (order.Reservation, error)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
+	s.reserves++
 	nonce := fmt.Sprint(s.seq)
 	if s.state[o.ID] == "U" {
 		if !newClaim {
@@ -164,8 +155,6 @@ func (s *fakeStock) run(o order.Order, newClaim bool) (order.Reservation, error)
 
 func (s *fakeStock) reserve(o order.Order, nonce string) (order.Reservation, error) {
 	switch s.state[o.ID] {
-	case "S":
-		return order.Reservation{Repeat: true, Nonce: nonce}, order.ErrSoldOut
 	case "A":
 		s.state[o.ID] = "P"
 		fallthrough
@@ -209,6 +198,27 @@ func (s *fakeStock) Undo(_ context.Context, _, id, nonce string) (int, error) {
 		s.mu.Lock()
 	}
 	return n, nil
+}
+
+func (s *fakeStock) Sight(_ context.Context, _ string, ids []string) (order.Sighting, error) {
+	s.mu.Lock()
+	s.sights++
+	during := s.sightDuring
+	s.mu.Unlock()
+	if during != nil {
+		during()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sightErr != nil {
+		return order.Sighting{}, s.sightErr
+	}
+	sg := order.Sighting{Loaded: true, Avail: s.avail, Reserved: make([]bool, len(ids))}
+	for i, id := range ids {
+		st := s.state[id]
+		sg.Reserved[i] = st != "" && st != "S" && st != "U"
+	}
+	return sg, nil
 }
 
 func (s *fakeStock) reserved() int {

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"surge/pkg/order"
@@ -49,19 +50,15 @@ type Reserver interface {
 // customer's rate budget (an error wrapping order.ErrRateLimited when it
 // is empty, or an *order.UnknownOutcomeError when the key names an order
 // that may be taken) and refuses another body
-// (order.ErrIdempotencyMismatch) or a repeat of an order answered sold
-// out (order.ErrSoldOut). soldOut records a new claim as answered sold
-// out.
+// (order.ErrIdempotencyMismatch).
 //
 // Existing reads, without claiming, whether the key names an order that
-// may be taken, and its id (or the one a claim would create). Forget and
-// Unmark delete the record, or drop its sold-out mark, only when the claim
-// made it.
+// may be taken, and its id (or the one a claim would create). Forget
+// deletes the record only when the claim made it.
 type Claimer interface {
-	Claim(ctx context.Context, o order.Order, key string, soldOut bool) (order.Claim, error)
+	Claim(ctx context.Context, o order.Order, key string) (order.Claim, error)
 	Existing(ctx context.Context, o order.Order, key string) (orderID string, open bool, err error)
 	Forget(ctx context.Context, c order.Claim) (bool, error)
-	Unmark(ctx context.Context, c order.Claim) (bool, error)
 }
 
 // Publisher hands an order to the queue and returns once the broker
@@ -92,9 +89,10 @@ type Service struct {
 	// even when the client went away. Default 2s.
 	CleanupTimeout time.Duration
 
-	// SoldOut, when set, answers new orders for a SKU seen sold out moments
-	// ago without the reserve script (see SoldOutHints).
-	SoldOut *SoldOutHints
+	// SoldOut, when set, answers orders for a SKU sold out from a read
+	// made for them, with no write (RefuseSoldOut); it learns which SKUs
+	// are worth a read from Accept's reservations.
+	SoldOut *SoldOut
 	// Observer, when set, is told of each step and of the answers given
 	// without one (metrics, tracing; see Observe to combine several).
 	Observer Observer
@@ -108,12 +106,41 @@ type Accepted struct {
 	Qty     int          `json:"qty"`
 }
 
+// RefuseSoldOut answers o sold out from a read of its SKU made for it,
+// before anything else is done: no rate budget spent, no idempotency
+// record, no reserve script (see SoldOut). It returns an error wrapping
+// order.ErrSoldOut, or nil: the order goes the full way (Accept). Ask it
+// first, before any budget of the caller's own (the client address's):
+// the bulk of a flash sale then costs nothing else.
+func (s *Service) RefuseSoldOut(ctx context.Context, o order.Order, idemKey string) error {
+	if s.SoldOut == nil || order.ValidateIdempotencyKey(idemKey) != nil || o.Validate() != nil {
+		return nil
+	}
+	err := s.SoldOut.Refuse(ctx, o, idemKey)
+	if err != nil {
+		s.answered(ctx, o, AnswerSoldOutSighted)
+	}
+	return err
+}
+
 // Accept validates o, claims the order id of the customer's idemKey, and
 // reserves and publishes it. Errors wrap order's sentinels: ErrInvalid,
 // ErrRateLimited, ErrIdempotencyMismatch, ErrSoldOut, ErrPurchaseLimit,
-// ErrUnknownSKU and
-// ErrUnavailable (the order was not taken), or ErrOutcomeUnknown (an
-// *order.UnknownOutcomeError: it may have been).
+// ErrUnknownSKU and ErrUnavailable (the order was not taken), or
+// ErrOutcomeUnknown (an *order.UnknownOutcomeError: it may have been).
+//
+// The answer, decided from what each step returned:
+//
+//	claim refused (budget, another body)        the refusal: not taken
+//	claim failed, key names an open order      unknown outcome, that order
+//	claim failed, key names none               503 unavailable
+//	reserve: sold out, purchase limit          409: nothing reserved
+//	reserve: a retry of an undone order        503 unavailable
+//	reserve: stock not loaded                  404 unknown SKU or 503
+//	reserve failed (Redis)                     undone: 503; undo failed: unknown
+//	publish confirmed                          202 accepted
+//	publish certainly not written              undone: 503; undo failed: unknown
+//	publish may have been written              unknown outcome, order kept
 func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Accepted, error) {
 	if err := order.ValidateIdempotencyKey(idemKey); err != nil {
 		return Accepted{}, err
@@ -121,19 +148,12 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	if err := o.Validate(); err != nil {
 		return Accepted{}, err
 	}
-	start := s.Now()
-	hint := s.SoldOut.SoldOut(o.SKU, start)
 	cctx := s.begin(ctx, StepClaim, o)
-	c, err := s.Idem.Claim(cctx, o, idemKey, hint.SoldOut)
+	c, err := s.Idem.Claim(cctx, o, idemKey)
 	s.end(cctx, StepClaim, o, Result{Err: err, Claim: c})
 	o.ID = c.OrderID
 	if err != nil {
 		return Accepted{}, s.claimFailed(ctx, o, idemKey, err)
-	}
-	if hint.SoldOut && c.Created {
-		if hint, err = s.answerSoldOut(ctx, o, c, hint); err != nil {
-			return Accepted{}, err
-		}
 	}
 	step, reserve := StepReserve, s.Stock.Reserve
 	if !c.Created {
@@ -142,31 +162,17 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 	rctx := s.begin(ctx, step, o)
 	res, err := reserve(rctx, o)
 	s.end(rctx, step, o, Result{Err: err, Reservation: res})
-	// tookLast: this request's reservation emptied the SKU, which is a
-	// sold-out sighting only once the reservation stands (observed after
-	// the publish: an undone one gives the units back).
-	tookLast := err == nil && !res.Repeat && res.Avail == 0
-	// A refusal for the purchase limit read avail like a reservation (at
-	// least o.Qty units were left): a sighting, never a sold-out one.
-	switch {
-	case res.Repeat || (err != nil && !errors.Is(err, order.ErrSoldOut) && !errors.Is(err, order.ErrPurchaseLimit)):
-		s.SoldOut.Abandon(o.SKU, hint)
-	case !tookLast:
-		s.SoldOut.Observe(o.SKU, res.Avail, start)
+	if !res.Repeat && (err == nil || errors.Is(err, order.ErrSoldOut) || errors.Is(err, order.ErrPurchaseLimit)) {
+		// What the script saw of the units left tells the next orders
+		// whether a sighting may answer them (SoldOut).
+		s.SoldOut.Observe(o.SKU, res.Avail)
 	}
 	if err != nil {
 		return Accepted{}, s.reserveFailed(ctx, o, c, res, err)
 	}
 	o.AcceptedAtMs = s.Now().UnixMilli()
 	if err := s.publish(ctx, o); err != nil {
-		err = s.publishFailed(ctx, o, c, res, err)
-		if tookLast {
-			s.observeAfterFailedPublish(o, err, start)
-		}
-		return Accepted{}, err
-	}
-	if tookLast {
-		s.SoldOut.Observe(o.SKU, 0, start)
+		return Accepted{}, s.publishFailed(ctx, o, c, res, err)
 	}
 	// One line per accepted order, carrying the id the worker and the
 	// reconciler log too; sold-out answers (the bulk of a flash sale) are
@@ -192,45 +198,6 @@ func (s *Service) publish(ctx context.Context, o order.Order) error {
 	return err
 }
 
-// observeAfterFailedPublish tells the sold-out hints what a failed publish
-// of a request that took the last unit left: a reservation kept (outcome
-// unknown) is still a sighting; an undone one gave the units back, and
-// the hint is dropped (and with it the probe slot this request held).
-func (s *Service) observeAfterFailedPublish(o order.Order, answer error, start time.Time) {
-	if errors.Is(answer, order.ErrOutcomeUnknown) {
-		s.SoldOut.Observe(o.SKU, 0, start)
-		return
-	}
-	s.SoldOut.Observe(o.SKU, o.Qty, start)
-}
-
-// errSoldOutHinted answers the bulk of a flash sale: one value, built
-// once, rather than an error formatted per request.
-var errSoldOutHinted = fmt.Errorf("no unit left moments ago (sold-out hint): %w", order.ErrSoldOut)
-
-// answerSoldOut answers an order whose admitted claim was recorded as
-// sold out from the hint, when the hint still answers (SoldOutHints.Answer);
-// otherwise the order goes to the reserve script after all, as the probe
-// or because the sighting outlived its window (a slow Redis), its
-// record's mark dropped first. The probe is taken only here, after the
-// customer's budget admitted the request: a refused request never holds it.
-func (s *Service) answerSoldOut(ctx context.Context, o order.Order, c order.Claim, hint Hint) (Hint, error) {
-	d := s.SoldOut.Answer(o.SKU, hint, s.Now())
-	if d.SoldOut {
-		// Recorded as answered sold out: a retry gets this answer again.
-		s.answered(ctx, o, AnswerSoldOutCached)
-		return d, errSoldOutHinted
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.CleanupTimeout)
-	defer cancel()
-	if ok, err := s.Idem.Unmark(cctx, c); !ok || err != nil {
-		// Nothing is reserved, and the record still says sold out.
-		s.SoldOut.Abandon(o.SKU, d)
-		return d, fmt.Errorf("order=%s: the order was to reserve and its sold-out mark stayed (%v): %w", o.ID, err, order.ErrUnavailable)
-	}
-	return d, nil
-}
-
 // claimFailed maps a failed claim to the client's answer. A refusal (rate
 // limited, another body, a repeat of a sold-out answer) and an unknown
 // outcome (a rate-limited retry of an order that may be taken) pass
@@ -247,7 +214,7 @@ func (s *Service) claimFailed(ctx context.Context, o order.Order, key string, er
 		}
 		s.answered(ctx, o, AnswerOutcomeUnknown)
 		return err
-	case errors.Is(err, order.ErrIdempotencyMismatch), errors.Is(err, order.ErrRateLimited), errors.Is(err, order.ErrSoldOut):
+	case errors.Is(err, order.ErrIdempotencyMismatch), errors.Is(err, order.ErrRateLimited):
 		return err
 	}
 	return s.Refused(ctx, o, key, fmt.Errorf("claim: %w: %w", order.ErrUnavailable, err))
@@ -255,11 +222,13 @@ func (s *Service) claimFailed(ctx context.Context, o order.Order, key string, er
 
 // refusedBefore answers a retry over its customer's budget whose key names
 // an order (unknown, an *order.UnknownOutcomeError) that Redis holds as
-// refused by the reserve script, which reserved nothing: sold out (S) or
-// past the purchase limit (L). The retry then gets that first answer
-// again, not 503 outcome_unknown, as a retry within the budget does. Any
-// other state (an undone order's U among them: its undo may yet be lost
-// to a failover), or a failed read, leaves the outcome unknown (nil).
+// refused by the reserve script, which reserved nothing. Past the
+// purchase limit (L), the retry gets that first answer again, not 503
+// outcome_unknown, as a retry within the budget does. Sold out (S) leaves
+// the key free (a retry is a new attempt): this one is refused for the
+// budget, 429, not taken. Any other state (an undone order's U among
+// them: its undo may yet be lost to a failover), or a failed read, leaves
+// the outcome unknown (nil).
 func (s *Service) refusedBefore(ctx context.Context, o order.Order, err error) error {
 	var unknown *order.UnknownOutcomeError
 	sr, ok := s.Stock.(StateReader)
@@ -269,13 +238,12 @@ func (s *Service) refusedBefore(ctx context.Context, o order.Order, err error) e
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.CleanupTimeout)
 	defer cancel()
 	state, _, rerr := sr.OrderState(cctx, o.SKU, unknown.OrderID)
-	if rerr != nil {
+	switch {
+	case rerr != nil:
 		return nil
-	}
-	switch state {
-	case "S":
-		return fmt.Errorf("order=%s was answered sold out: %w", unknown.OrderID, order.ErrSoldOut)
-	case "L":
+	case strings.HasPrefix(state, "S") && errors.Is(unknown.Cause, order.ErrRateLimited):
+		return fmt.Errorf("order=%s was answered sold out, the key is free: %w", unknown.OrderID, unknown.Cause)
+	case state == "L":
 		return fmt.Errorf("order=%s was answered past the purchase limit: %w", unknown.OrderID, order.ErrPurchaseLimit)
 	}
 	return nil

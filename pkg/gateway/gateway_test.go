@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"testing"
-	"time"
 
 	"surge/pkg/order"
 )
@@ -137,79 +136,6 @@ func TestReserveReplyLost(t *testing.T) {
 	}
 }
 
-// TestRefusedClientDoesNotPinTheSoldOutHint: after a sell-out, units come
-// back; one client keeps sending orders and is rate limited every time.
-// The hint's probe must not stay with that client: another buyer gets the
-// units within 2 TTL of the last sighting.
-func TestRefusedClientDoesNotPinTheSoldOutHint(t *testing.T) {
-	st, claims := newFakeStock(1), newFakeClaims()
-	claims.limited["hammer"] = true
-	s := newService(st, claims, &fakeQueue{})
-	const ttl = 100 * time.Millisecond
-	s.SoldOut = &SoldOutHints{TTL: ttl}
-	t0 := time.Unix(1_700_000_000, 0)
-	now := t0
-	s.Now = func() time.Time { return now }
-	ctx := context.Background()
-	if _, err := s.Accept(ctx, buy("first", 1), "a"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Accept(ctx, buy("late", 1), "b"); !errors.Is(err, order.ErrSoldOut) {
-		t.Fatalf("after the last unit: %v, want sold out", err)
-	}
-	st.restock(3) // units come back through another gateway
-	for step := 0; now.Before(t0.Add(10 * ttl)); step++ {
-		now = now.Add(5 * time.Millisecond)
-		if _, err := s.Accept(ctx, buy("hammer", 1), fmt.Sprint("h", step)); !errors.Is(err, order.ErrRateLimited) {
-			t.Fatalf("hammer: %v, want rate limited", err)
-		}
-		_, err := s.Accept(ctx, buy(fmt.Sprint("buyer", step), 1), "k")
-		if err == nil {
-			if waited := now.Sub(t0); waited > 2*ttl {
-				t.Fatalf("units sold %v after the sighting, want within 2 TTL (%v)", waited, 2*ttl)
-			}
-			return
-		}
-		if !errors.Is(err, order.ErrSoldOut) {
-			t.Fatal(err)
-		}
-	}
-	t.Fatalf("the returned units were never sold while a refused client kept probing")
-}
-
-// TestRefusedClaimHoldsNoProbe: past the hint's TTL, a refused client's
-// claim is on its way (a hammering client always has one) when a buyer
-// asks for units that came back. The refused request must not hold the
-// probe: the buyer reserves and gets a unit, rather than a 409 from the
-// old sighting.
-func TestRefusedClaimHoldsNoProbe(t *testing.T) {
-	st, claims := newFakeStock(1), newFakeClaims()
-	claims.limited["hammer"] = true
-	s := newService(st, claims, &fakeQueue{})
-	const ttl = 100 * time.Millisecond
-	s.SoldOut = &SoldOutHints{TTL: ttl}
-	t0 := time.Unix(1_700_000_000, 0)
-	now := t0
-	s.Now = func() time.Time { return now }
-	ctx := context.Background()
-	if _, err := s.Accept(ctx, buy("first", 1), "a"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Accept(ctx, buy("late", 1), "b"); !errors.Is(err, order.ErrSoldOut) {
-		t.Fatalf("after the last unit: %v, want sold out", err)
-	}
-	st.restock(3) // units come back through another gateway
-	now = t0.Add(ttl + 10*time.Millisecond)
-	var buyer error
-	claims.during = func() { _, buyer = s.Accept(ctx, buy("buyer", 1), "k") }
-	if _, err := s.Accept(ctx, buy("hammer", 1), "h"); !errors.Is(err, order.ErrRateLimited) {
-		t.Fatalf("hammer: %v, want rate limited", err)
-	}
-	if buyer != nil {
-		t.Fatalf("buyer while a refused claim was on its way: %v, want 202 (units were back)", buyer)
-	}
-}
-
 // TestClaimFailedOnARetry: when Redis refuses the claim (memory full) or
 // cannot be reached, a new key is not taken, but a key that already names
 // an order (a retry after a lost answer) cannot be called not taken: the
@@ -257,55 +183,26 @@ func TestRetryPastItsClaimWhenTheOrderIsUndone(t *testing.T) {
 	}
 }
 
-// TestSlowClaimOutlivesTheSoldOutSighting: the hint said sold out, but the
-// claim took longer than the sighting's window (a slow Redis) while units
-// came back. The answer must not be 409 from that old sighting: the mark
-// is dropped and the order reserved.
-func TestSlowClaimOutlivesTheSoldOutSighting(t *testing.T) {
-	st, claims := newFakeStock(1), newFakeClaims()
-	s := newService(st, claims, &fakeQueue{})
-	const ttl = 100 * time.Millisecond
-	s.SoldOut = &SoldOutHints{TTL: ttl}
-	now := time.Unix(1_700_000_000, 0)
-	s.Now = func() time.Time { return now }
-	ctx := context.Background()
-	if _, err := s.Accept(ctx, buy("first", 1), "a"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Accept(ctx, buy("late", 1), "b"); !errors.Is(err, order.ErrSoldOut) {
-		t.Fatalf("after the last unit: %v, want sold out", err)
-	}
-	claims.during = func() {
-		st.restock(2)
-		now = now.Add(3 * ttl) // the claim takes 300ms
-	}
-	acc, err := s.Accept(ctx, buy("slow", 1), "c")
-	if err != nil {
-		t.Fatalf("order whose claim outlived the sighting: %v, want 202 (units were back)", err)
-	}
-	if retry, err := s.Accept(ctx, buy("slow", 1), "c"); err != nil || retry.OrderID != acc.OrderID {
-		t.Fatalf("retry: %+v %v, want 202 again, not the sold-out mark", retry, err)
-	}
-}
-
 // TestUndoneLastUnitIsNoSoldOutSighting: a request that reserves the last
 // unit and then learns its publish failed (the broker blocks publishers
-// under a memory alarm) gives the unit back. That reservation is no
-// sighting of a sold-out SKU: the next buyer must not be answered 409
-// sold_out from the hint while the unit is available (seen by the fault
-// test: a probe reserved, failed, undid and renewed the hint, again and
-// again, through a whole memory alarm).
+// under a memory alarm) gives the unit back. The next buyer must not be
+// answered 409 sold_out while the unit is available (seen by the fault
+// test of an earlier design: a reservation that was undone counted as a
+// sighting, again and again, through a whole memory alarm).
 func TestUndoneLastUnitIsNoSoldOutSighting(t *testing.T) {
 	st, claims := newFakeStock(1), newFakeClaims()
 	q := &fakeQueue{errs: []error{errBrokerOut}}
 	s := newService(st, claims, q)
-	s.SoldOut = &SoldOutHints{TTL: 100 * time.Millisecond}
+	s.SoldOut = newSoldOut(st)
 	ctx := context.Background()
 	if _, err := s.Accept(ctx, buy("first", 1), "a"); !errors.Is(err, order.ErrUnavailable) {
 		t.Fatalf("first: %v, want unavailable (publish refused)", err)
 	}
 	if st.reserved() != 0 {
 		t.Fatalf("reserved %d after the undo, want 0", st.reserved())
+	}
+	if err := s.RefuseSoldOut(ctx, buy("second", 1), "b"); err != nil {
+		t.Fatalf("second, with the unit back: %v, want it to go the full way", err)
 	}
 	if _, err := s.Accept(ctx, buy("second", 1), "b"); err != nil {
 		t.Fatalf("second, with the unit back: %v, want it accepted", err)

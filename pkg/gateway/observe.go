@@ -44,9 +44,9 @@ type Answer uint8
 
 // The answers an Observer is told about.
 const (
-	// AnswerSoldOutCached: sold out from a recent sighting (SoldOutHints),
-	// without the reserve script.
-	AnswerSoldOutCached Answer = iota + 1
+	// AnswerSoldOutSighted: sold out from a read of the SKU made for the
+	// order (SoldOut): no claim, no reserve script, nothing written.
+	AnswerSoldOutSighted Answer = iota + 1
 	// AnswerOutcomeUnknown: the order may be taken and the gateway cannot
 	// know (order.ErrOutcomeUnknown).
 	AnswerOutcomeUnknown

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"surge/pkg/order"
 )
@@ -15,7 +14,7 @@ import (
 var stepNames = map[Step]string{StepClaim: "claim", StepReserve: "reserve", StepReserveRetry: "reserve-retry",
 	StepUndo: "undo", StepPublish: "publish"}
 
-var answerNames = map[Answer]string{AnswerSoldOutCached: "sold-out-cached", AnswerOutcomeUnknown: "outcome-unknown"}
+var answerNames = map[Answer]string{AnswerSoldOutSighted: "sold-out-sighted", AnswerOutcomeUnknown: "outcome-unknown"}
 
 // stepKey marks the context stepLog's Begin returns.
 type stepKey struct{}
@@ -43,6 +42,10 @@ func (l *stepLog) End(ctx context.Context, step Step, o order.Order, r Result) {
 }
 
 func (l *stepLog) Answered(_ context.Context, o order.Order, a Answer) {
+	if o.ID == "" {
+		l.add(answerNames[a]) // a sold-out answer from a read names no order
+		return
+	}
 	l.add(answerNames[a] + " " + o.ID)
 }
 
@@ -105,7 +108,7 @@ func TestObserverSeesEachStep(t *testing.T) {
 	log := &stepLog{}
 	s := newService(st, claims, nil)
 	s.Queue, s.Observer = q, log
-	s.SoldOut = &SoldOutHints{TTL: time.Hour}
+	s.SoldOut = newSoldOut(st)
 	claims.limited["hammer"] = true
 	ctx := context.Background()
 	id := func(customer, key string) string { return order.IDFor(customer, key, 0) }
@@ -120,10 +123,12 @@ func TestObserverSeesEachStep(t *testing.T) {
 			"outcome-unknown " + id("carol", "k1")}},
 		{"rate limited", "hammer", "k1", []string{"claim limited"}},
 		{"last unit", "dave", "k1", []string{"claim created", "reserve avail=0", "publish ok"}},
-		{"sold out from the hint", "erin", "k1", []string{"claim created", "sold-out-cached " + id("erin", "k1")}},
+		{"sold out from a read", "erin", "k1", []string{"sold-out-sighted"}},
 	}
 	for _, c := range cases {
-		_, _ = s.Accept(ctx, buy(c.customer, 1), c.key)
+		if err := s.RefuseSoldOut(ctx, buy(c.customer, 1), c.key); err == nil {
+			_, _ = s.Accept(ctx, buy(c.customer, 1), c.key)
+		}
 		if got := log.take(); !slices.Equal(got, c.want) {
 			t.Errorf("%s: observer told %q, want %q", c.name, got, c.want)
 		}
@@ -164,14 +169,13 @@ type (
 	quietObs    struct{}
 )
 
-func (quietClaims) Claim(context.Context, order.Order, string, bool) (order.Claim, error) {
+func (quietClaims) Claim(context.Context, order.Order, string) (order.Claim, error) {
 	return order.Claim{OrderID: "o_1", Created: true, Nonce: "n"}, nil
 }
 func (quietClaims) Existing(context.Context, order.Order, string) (string, bool, error) {
 	return "", false, nil
 }
 func (quietClaims) Forget(context.Context, order.Claim) (bool, error) { return true, nil }
-func (quietClaims) Unmark(context.Context, order.Claim) (bool, error) { return true, nil }
 func (quietStock) Reserve(context.Context, order.Order) (order.Reservation, error) {
 	return order.Reservation{Avail: 9, Nonce: "n"}, nil
 }

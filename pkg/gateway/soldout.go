@@ -1,163 +1,187 @@
 package gateway
 
 import (
+	"context"
+	"fmt"
 	"sync"
 	"time"
+
+	"surge/internal/coalesce"
+	"surge/pkg/order"
 )
 
-// SoldOutHints remembers, for a short while, the SKUs this gateway saw
-// with no unit left, so that the bulk of a flash sale (every request after
-// the last unit) is answered without the reserve script: one Redis call
-// per request (the customer's admit script, which still spends the
-// customer's rate budget and records the answer under the idempotency
-// key) instead of two, and none on the SKU's hot master.
+// Sighter reads a SKU for sold-out answers: the units left and whether
+// each order id names a reserved order (order.Sighting), in one call that
+// writes nothing. *stock.Stock implements it.
+type Sighter interface {
+	Sight(ctx context.Context, sku string, ids []string) (order.Sighting, error)
+}
+
+// SoldOut answers the bulk of a flash sale, every order after the last
+// unit, "sold out" with no Redis write and no key kept per request: no
+// idempotency claim, no reserve script, no rate budget spent.
 //
-// A hint is only an optimisation of the answer "sold out", never of a
-// sale, and it never answers from a sighting older than 2 TTL (the window
-// the API promises for 409 sold_out): it is set when a reservation left 0
-// units or found 0, dropped when one found units, and answers alone for
-// TTL. After that, one request (the probe) runs the reserve script again
-// while the others keep answering from the hint until 2 TTL after the
-// sighting: a stampede of reservations on the hot master at every expiry
-// would cost what the hint saves, and it came exactly when that master was
-// slow. Past 2 TTL with no new sighting every request reserves until one
-// renews the hint. Units that come back are sold at most 2 TTL later.
+// Each answer comes from a sighting made while the request was being
+// answered, never from an older one: a request for a SKU this gateway
+// last saw short of its quantity joins the next read of that SKU
+// (Sighter.Sight). Reads are batched per SKU, one in flight at a time
+// (internal/coalesce): the requests that arrive while one is in flight go
+// together in the next, so a SKU costs one read per round trip however
+// many buyers ask, and no request waits on a timer. The read says how many
+// units are left and whether any id the request's key can name (its
+// Idempotency-Key's window and the windows around it, order.IDsFor) was
+// reserved. The request is answered sold out only when the units left are
+// fewer than it asks for and its key names no reserved order: a retry of
+// an accepted or possibly accepted order always goes the full way and
+// gets its own answer. Anything else (units left, a reserved order, the
+// stock not loaded, a read that failed or took longer than Timeout) sends
+// the request the full way, as if this did not exist.
 //
-// A request is asked twice. SoldOut, before its claim, says whether the
-// claim is recorded as answered sold out; Answer, once the claim was
-// admitted and made a new record, says whether it is answered from the
-// hint or takes the probe. The probe goes only to a request its customer's
-// budget admitted, so a client refused at its claim (rate limited, a
-// reused key, a repeat), however often it asks, never holds the probe,
-// never renews the hint (only reservations do), and never keeps another
-// buyer from reserving. The zero value, or a TTL of 0, keeps no hint.
-type SoldOutHints struct {
-	TTL time.Duration
+// Nothing is recorded for the answer, so the key stays free: a retry with
+// the same key is a new attempt, answered sold out again while no unit is
+// left, and taking a unit that came back (a restock, a released
+// reservation) as soon as a read sees it. Which SKUs are worth a read is
+// learnt from the reservations (Observe): a SKU no reservation saw short
+// costs nothing here.
+//
+// The zero value, or a nil *SoldOut, answers nothing.
+type SoldOut struct {
+	// Sighter reads the SKUs. Nil: nothing is answered from a sighting.
+	Sighter Sighter
+	// Window is the idempotency records' TTL: the length of the windows
+	// order ids are derived in (order.KeyWindow). Default 24h.
+	Window time.Duration
+	// Timeout bounds one read; requests whose read fails or outlasts it
+	// go the full way. Default 100ms.
+	Timeout time.Duration
+	// MaxBatch bounds the requests one read answers. Default 256.
+	MaxBatch int
+	// Now defaults to time.Now (the key's window).
+	Now func() time.Time
 
-	mu     sync.RWMutex
-	hints  map[string]*hint // bounded by the SKUs that sold out here
-	probes uint64           // the last probe handed out
+	once  sync.Once
+	reads *coalesce.Coalescer[*sightingAsk]
+
+	mu    sync.RWMutex
+	short map[string]int // per SKU last seen short: the units it had left
 }
 
-type hint struct {
-	seen  time.Time // when a reservation last saw no unit left
-	probe uint64    // the running probe; 0: none
+// sightingAsk is one request waiting for its SKU's next read.
+type sightingAsk struct {
+	qty int
+	ids []string
+	// done receives true when the read answers the request sold out;
+	// buffered, so the read never waits for a request that left.
+	done chan bool
 }
 
-// Hint is what SoldOut or Answer decided for one request.
-type Hint struct {
-	// SoldOut: record the claim as answered sold out (SoldOut), or answer
-	// sold out without the reserve script (Answer).
-	SoldOut bool
-	// Probe: this request holds the probe; its reservation's outcome goes
-	// to Observe, or Abandon when it does not reserve.
-	Probe bool
-	// Seen is when the sighting behind SoldOut was made.
-	Seen time.Time
+// errSoldOutSighted answers the bulk of a flash sale: one value, built
+// once, rather than an error formatted per request.
+var errSoldOutSighted = fmt.Errorf("no unit left as of a read made for this request: %w", order.ErrSoldOut)
 
-	probe uint64
+// Refuse answers o sold out from a read of its SKU made for it (an error
+// wrapping order.ErrSoldOut), or returns nil: the order goes the full way.
+// It waits for the read only for an order whose SKU this gateway last saw
+// with fewer units than it asks for; o and key must be valid.
+func (s *SoldOut) Refuse(ctx context.Context, o order.Order, key string) error {
+	if s == nil || s.Sighter == nil || !s.worthReading(o) {
+		return nil
+	}
+	s.once.Do(s.init)
+	w := order.KeyWindow(o.CustomerID, key, s.Now(), s.Window)
+	a := &sightingAsk{qty: o.Qty, ids: order.IDsFor(o.CustomerID, key, w-2, 4), done: make(chan bool, 1)}
+	s.reads.Add(o.SKU, a)
+	select {
+	case soldOut := <-a.done:
+		if soldOut {
+			return errSoldOutSighted
+		}
+	case <-ctx.Done():
+	}
+	return nil
 }
 
-// SoldOut decides, before the request's claim, whether an order for sku
-// may be answered sold out: a sighting less than 2 TTL old. It takes no
-// probe: Answer does, once the claim was admitted.
-func (h *SoldOutHints) SoldOut(sku string, now time.Time) Hint {
-	if h == nil || h.TTL <= 0 {
-		return Hint{}
-	}
-	h.mu.RLock()
-	e, ok := h.hints[sku]
-	var seen time.Time
-	if ok {
-		seen = e.seen
-	}
-	h.mu.RUnlock()
-	if !ok || !now.Before(seen.Add(2*h.TTL)) {
-		return Hint{} // too old to answer from: reserve
-	}
-	return Hint{SoldOut: true, Seen: seen}
+// worthReading tells whether o's SKU was last seen short of o.Qty.
+func (s *SoldOut) worthReading(o order.Order) bool {
+	s.mu.RLock()
+	left, short := s.short[o.SKU]
+	s.mu.RUnlock()
+	return short && left < o.Qty
 }
 
-// Answer decides, for a request whose claim d (from SoldOut) was admitted
-// and recorded as answered sold out, whether it is answered sold out now
-// (SoldOut, from the latest sighting, which is less than 2 TTL old), or
-// reserves: as the probe (Probe), or because no sighting is recent enough
-// (neither). A request that reserves drops its record's mark first.
-func (h *SoldOutHints) Answer(sku string, d Hint, now time.Time) Hint {
-	if h == nil || h.TTL <= 0 || !d.SoldOut {
-		return Hint{}
-	}
-	// The bulk of a sale finds a fresh hint or a running probe: shared
-	// lock only.
-	h.mu.RLock()
-	e, ok := h.hints[sku]
-	var fresh bool
-	if ok {
-		fresh = now.Before(e.seen.Add(h.TTL)) || (e.probe != 0 && now.Before(e.seen.Add(2*h.TTL)))
-		d = Hint{SoldOut: true, Seen: e.seen}
-	}
-	h.mu.RUnlock()
-	if fresh {
-		return d
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	e, ok = h.hints[sku]
-	switch {
-	case !ok:
-		return Hint{} // units were seen since, or the stock loaded here
-	case now.Before(e.seen.Add(h.TTL)):
-		return Hint{SoldOut: true, Seen: e.seen}
-	case !now.Before(e.seen.Add(2 * h.TTL)):
-		delete(h.hints, sku)
-		return Hint{}
-	case e.probe != 0:
-		return Hint{SoldOut: true, Seen: e.seen} // a probe is on its way
-	}
-	h.probes++
-	e.probe = h.probes
-	return Hint{Probe: true, probe: e.probe}
-}
-
-// Observe records what a reservation of sku saw: avail units left (after
-// a fresh reservation, or found by one that could not be served). now is
-// a moment before the reservation ran (the request's start), so that the
-// sighting is never taken for younger than it is.
-func (h *SoldOutHints) Observe(sku string, avail int, now time.Time) {
-	if h == nil || h.TTL <= 0 {
+// Observe records what a reservation (or a read) of sku saw: avail units
+// left. A SKU with none left is worth reading for the next orders; one
+// with units is not, until a reservation finds it short again.
+func (s *SoldOut) Observe(sku string, avail int) {
+	if s == nil {
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	s.mu.RLock()
+	left, short := s.short[sku]
+	s.mu.RUnlock()
+	if (short && left == avail) || (!short && avail > 0) {
+		return // nothing changes: no write lock on the accepting path
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if avail > 0 {
-		delete(h.hints, sku)
+		delete(s.short, sku)
 		return
 	}
-	if h.hints == nil {
-		h.hints = map[string]*hint{}
+	if s.short == nil {
+		s.short = map[string]int{}
 	}
-	h.hints[sku] = &hint{seen: now}
+	s.short[sku] = avail
 }
 
-// Abandon gives back the probe d holds, when the request did not reserve
-// (d.Probe false, or a probe already replaced: nothing to give back).
-func (h *SoldOutHints) Abandon(sku string, d Hint) {
-	if h == nil || !d.Probe {
+// Forget drops what this gateway saw of sku (its stock was just loaded
+// here).
+func (s *SoldOut) Forget(sku string) {
+	if s == nil {
 		return
 	}
-	h.mu.Lock()
-	if e, ok := h.hints[sku]; ok && e.probe == d.probe {
-		e.probe = 0
-	}
-	h.mu.Unlock()
+	s.mu.Lock()
+	delete(s.short, sku)
+	s.mu.Unlock()
 }
 
-// Forget drops the hint for sku (its stock was just loaded here).
-func (h *SoldOutHints) Forget(sku string) {
-	if h == nil {
-		return
+func (s *SoldOut) init() {
+	if s.Window <= 0 {
+		s.Window = 24 * time.Hour
 	}
-	h.mu.Lock()
-	delete(h.hints, sku)
-	h.mu.Unlock()
+	if s.Timeout <= 0 {
+		s.Timeout = 100 * time.Millisecond
+	}
+	if s.MaxBatch <= 0 {
+		s.MaxBatch = 256
+	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	s.reads = coalesce.New(s.MaxBatch, s.read)
+}
+
+// read reads sku once for a batch of requests and answers each.
+func (s *SoldOut) read(sku string, batch []*sightingAsk) {
+	ids := make([]string, 0, 4*len(batch))
+	for _, a := range batch {
+		ids = append(ids, a.ids...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
+	sg, err := s.Sighter.Sight(ctx, sku, ids)
+	cancel()
+	if err == nil && sg.Loaded {
+		s.Observe(sku, sg.Avail)
+	}
+	at := 0
+	for _, a := range batch {
+		soldOut := err == nil && sg.Loaded && sg.Avail < a.qty
+		if soldOut {
+			for _, reserved := range sg.Reserved[at : at+len(a.ids)] {
+				soldOut = soldOut && !reserved
+			}
+		}
+		at += len(a.ids)
+		a.done <- soldOut
+	}
 }

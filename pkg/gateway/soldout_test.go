@@ -1,216 +1,177 @@
 package gateway
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"surge/pkg/order"
 )
 
-// admitted is what a request whose claim was admitted is answered: SoldOut
-// before the claim, Answer after it.
-func admitted(h *SoldOutHints, sku string, now time.Time) Hint {
-	return h.Answer(sku, h.SoldOut(sku, now), now)
+// newSoldOut reads sg on the fakes' clock: fakeClaims names every order
+// in window 0, which time 0 falls in.
+func newSoldOut(sg Sighter) *SoldOut {
+	return &SoldOut{Sighter: sg, Now: func() time.Time { return time.Unix(0, 0) }}
 }
 
-func TestSoldOutHints(t *testing.T) {
-	t0 := time.Unix(1_700_000_000, 0)
-	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
-	h := &SoldOutHints{TTL: 100 * time.Millisecond}
-	if d := admitted(h, "a", t0); d.SoldOut || d.Probe {
-		t.Fatalf("hint before any observation: %+v", d)
+// soldOutService is a service over one SKU whose last unit alice took
+// (key "a"): its sold-out answers read st.
+func soldOutService(t *testing.T) (*Service, *fakeStock, *fakeClaims, Accepted) {
+	t.Helper()
+	st, claims := newFakeStock(1), newFakeClaims()
+	s := newService(st, claims, &fakeQueue{})
+	s.SoldOut = newSoldOut(st)
+	acc, err := s.Accept(context.Background(), buy("alice", 1), "a")
+	if err != nil {
+		t.Fatal(err)
 	}
-	h.Observe("a", 3, t0)
-	if h.SoldOut("a", t0).SoldOut {
-		t.Fatal("hint after a reservation that left 3 units")
+	return s, st, claims, acc
+}
+
+// TestSoldOutRefusesWithoutAWrite: once a reservation took the last unit,
+// a new order is answered sold out from a read made for it, with no claim
+// (no record, no budget spent) and no reserve script: nothing written.
+func TestSoldOutRefusesWithoutAWrite(t *testing.T) {
+	s, st, claims, _ := soldOutService(t)
+	reserves, sights := st.reserves, st.sights
+	err := s.RefuseSoldOut(context.Background(), buy("bob", 1), "b")
+	if !errors.Is(err, order.ErrSoldOut) {
+		t.Fatalf("order after the last unit: %v, want sold out", err)
 	}
-	h.Observe("a", 0, t0)
-	if d := admitted(h, "a", ms(99)); !d.SoldOut || !d.Seen.Equal(t0) {
-		t.Fatalf("99ms after the last unit went: %+v, want sold out from the sighting at t0", d)
+	if claims.has(order.IDFor("bob", "b", 0)) || st.reserves != reserves {
+		t.Fatalf("record kept: %v, reserve scripts run: %d: want neither", claims.has(order.IDFor("bob", "b", 0)),
+			st.reserves-reserves)
 	}
-	if h.SoldOut("b", t0).SoldOut {
-		t.Fatal("hint for another SKU")
-	}
-	// Expired: before its claim a request is still recorded as sold out;
-	// the first one admitted probes, the others keep the hint while the
-	// probe runs, up to 2 TTL after the sighting.
-	if d := h.SoldOut("a", ms(100)); !d.SoldOut || d.Probe {
-		t.Fatalf("before the claim, past the TTL: %+v, want sold out and no probe", d)
-	}
-	probe := admitted(h, "a", ms(100))
-	if probe.SoldOut || !probe.Probe {
-		t.Fatalf("the first admitted request after the TTL must probe, got %+v", probe)
-	}
-	if !admitted(h, "a", ms(150)).SoldOut || !admitted(h, "a", ms(199)).SoldOut {
-		t.Fatal("hint not kept while the probe runs")
-	}
-	if d := h.SoldOut("a", ms(200)); d.SoldOut {
-		t.Fatalf("answered from a sighting 2 TTL old: %+v", d)
-	}
-	if d := h.Answer("a", Hint{SoldOut: true, Seen: t0}, ms(200)); d.SoldOut || d.Probe {
-		t.Fatalf("claimed within 2 TTL, answered at 2 TTL: %+v, want a reservation", d)
-	}
-	h.Observe("a", 0, ms(210)) // a reservation found it still sold out
-	if !admitted(h, "a", ms(300)).SoldOut {
-		t.Fatal("hint not renewed by the reservation's answer")
-	}
-	h.Observe("a", 1, ms(301)) // a unit came back
-	if h.SoldOut("a", ms(302)).SoldOut {
-		t.Fatal("hint kept after a reservation found a unit")
-	}
-	h.Observe("a", 0, t0)
-	h.Forget("a")
-	if h.SoldOut("a", t0).SoldOut {
-		t.Fatal("hint kept after Forget")
+	if st.sights != sights+1 {
+		t.Fatalf("reads: %d, want one for the order", st.sights-sights)
 	}
 }
 
-// TestSoldOutHintsAnswerLatest: a claim recorded as sold out is answered
-// from the latest sighting, and reserves when units were seen since.
-func TestSoldOutHintsAnswerLatest(t *testing.T) {
-	t0 := time.Unix(1_700_000_000, 0)
-	h := &SoldOutHints{TTL: 100 * time.Millisecond}
-	h.Observe("a", 0, t0)
-	d := h.SoldOut("a", t0.Add(150*time.Millisecond))
-	h.Observe("a", 0, t0.Add(140*time.Millisecond)) // a probe saw it sold out again
-	if got := h.Answer("a", d, t0.Add(160*time.Millisecond)); !got.SoldOut || !got.Seen.Equal(t0.Add(140*time.Millisecond)) {
-		t.Fatalf("%+v, want sold out from the newer sighting", got)
+// TestSoldOutRetryOfAnAcceptedOrderGetsItsOwnAnswer: while the SKU is sold
+// out, a retry of the accepted order's key is not answered from the read
+// (its id names a reserved order): it goes the full way and gets its 202.
+func TestSoldOutRetryOfAnAcceptedOrderGetsItsOwnAnswer(t *testing.T) {
+	s, _, _, first := soldOutService(t)
+	ctx := context.Background()
+	if err := s.RefuseSoldOut(ctx, buy("alice", 1), "a"); err != nil {
+		t.Fatalf("retry of the accepted order: %v, want it to go the full way", err)
 	}
-	d = h.SoldOut("a", t0.Add(170*time.Millisecond))
-	h.Observe("a", 2, t0.Add(165*time.Millisecond)) // units came back
-	if got := h.Answer("a", d, t0.Add(171*time.Millisecond)); got.SoldOut || got.Probe {
-		t.Fatalf("%+v, want a reservation: units were seen since the claim began", got)
+	acc, err := s.Accept(ctx, buy("alice", 1), "a")
+	if err != nil || acc.OrderID != first.OrderID {
+		t.Fatalf("retry of the accepted order: %+v %v, want 202 %s", acc, err, first.OrderID)
 	}
 }
 
-// TestSoldOutHintsRefusedTakeNoProbe: any number of requests refused at
-// their claim (they call SoldOut only) leave the probe to the first
-// admitted request.
-func TestSoldOutHintsRefusedTakeNoProbe(t *testing.T) {
-	t0 := time.Unix(1_700_000_000, 0)
-	h := &SoldOutHints{TTL: 100 * time.Millisecond}
-	h.Observe("a", 0, t0)
-	for i := range 1000 {
-		h.SoldOut("a", t0.Add(100*time.Millisecond+time.Duration(i)*time.Microsecond))
-	}
-	if d := admitted(h, "a", t0.Add(101*time.Millisecond)); !d.Probe {
-		t.Fatalf("the first admitted request after a thousand refused ones: %+v, want the probe", d)
-	}
-}
-
-// TestSoldOutHintsAbandonedProbe: a probe that never reached the reserve
-// script gives the slot back, so the next admitted request probes; an
-// Abandon of a probe already replaced frees nobody else's.
-func TestSoldOutHintsAbandonedProbe(t *testing.T) {
-	t0 := time.Unix(1_700_000_000, 0)
-	at := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
-	h := &SoldOutHints{TTL: 100 * time.Millisecond}
-	h.Observe("a", 0, t0)
-	probe := admitted(h, "a", at(120))
-	if !probe.Probe {
-		t.Fatalf("%+v, want the probe", probe)
-	}
-	h.Abandon("a", probe)
-	next := admitted(h, "a", at(121))
-	if !next.Probe {
-		t.Fatalf("after an abandoned probe: %+v, want the next admitted request to probe", next)
-	}
-	h.Abandon("a", Hint{SoldOut: true}) // not a probe: nothing to give back
-	h.Abandon("a", probe)               // given back already
-	if d := admitted(h, "a", at(122)); !d.SoldOut {
-		t.Fatalf("an Abandon freed the running probe's slot: %+v", d)
-	}
-}
-
-func TestSoldOutHintsOff(t *testing.T) {
-	var nilHints *SoldOutHints
-	off := &SoldOutHints{}
-	for _, h := range []*SoldOutHints{nilHints, off} {
-		h.Observe("a", 0, time.Now())
-		if d := admitted(h, "a", time.Now()); d.SoldOut || d.Probe {
-			t.Fatalf("%#v keeps hints", h)
+// TestSoldOutKeyStaysFree: a key answered sold out is a new attempt when
+// retried: sold out again while no unit is left, and a unit that comes
+// back behind this gateway's back (a restock through another one) is
+// taken by the next retry, as the read made for it sees the unit.
+func TestSoldOutKeyStaysFree(t *testing.T) {
+	s, st, _, _ := soldOutService(t)
+	ctx := context.Background()
+	for range 3 {
+		if err := s.RefuseSoldOut(ctx, buy("bob", 1), "b"); !errors.Is(err, order.ErrSoldOut) {
+			t.Fatalf("retry while sold out: %v, want sold out", err)
 		}
-		h.Abandon("a", Hint{Probe: true})
-		h.Forget("a")
+	}
+	st.restock(1)
+	if err := s.RefuseSoldOut(ctx, buy("bob", 1), "b"); err != nil {
+		t.Fatalf("retry after a restock: %v, want it to go the full way", err)
+	}
+	if _, err := s.Accept(ctx, buy("bob", 1), "b"); err != nil {
+		t.Fatalf("retry after a restock: %v, want 202", err)
 	}
 }
 
-// TestSoldOutHintsOneProbePerExpiry: 512 admitted requests meet an expired
-// hint at the same moment, while 512 refused ones ask too; exactly one is
-// sent to the reserve script.
-func TestSoldOutHintsOneProbePerExpiry(t *testing.T) {
-	h := &SoldOutHints{TTL: time.Second}
-	t0 := time.Unix(1_700_000_000, 0)
-	h.Observe("a", 0, t0)
-	expired := t0.Add(time.Second)
-	var probes, soldOut atomic.Int64
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range 1024 {
-		wg.Go(func() {
-			<-start
-			d := h.SoldOut("a", expired)
-			if i%2 == 1 {
-				return // refused at its claim
-			}
-			switch d = h.Answer("a", d, expired); {
-			case d.Probe:
-				probes.Add(1)
-			case d.SoldOut:
-				soldOut.Add(1)
-			}
-		})
+// TestSoldOutRefusedByTheScriptThenRestocked: a key the reserve script
+// answered sold out (its order state S) is judged anew on retry: after a
+// restock the retry takes the unit.
+func TestSoldOutRefusedByTheScriptThenRestocked(t *testing.T) {
+	st, claims := newFakeStock(0), newFakeClaims()
+	s := newService(st, claims, &fakeQueue{})
+	ctx := context.Background()
+	if _, err := s.Accept(ctx, buy("bob", 1), "b"); !errors.Is(err, order.ErrSoldOut) {
+		t.Fatalf("no stock: %v, want sold out", err)
 	}
-	close(start)
-	wg.Wait()
-	if p, s := probes.Load(), soldOut.Load(); p != 1 || s != 511 {
-		t.Fatalf("%d probes and %d sold-out answers for 512 admitted requests, want 1 and 511", p, s)
+	st.restock(1)
+	if _, err := s.Accept(ctx, buy("bob", 1), "b"); err != nil {
+		t.Fatalf("retry after a restock: %v, want 202", err)
 	}
 }
 
-// TestSoldOutHintsConcurrent runs refused and admitted requests, probes
-// and reservations' observations of a few SKUs at once on a shared clock
-// that moves forward (for the race detector). Every sold-out answer comes
-// from a sighting less than 2 TTL old (or newer than the answer's clock
-// reading: another request observed in between), and the map ends bounded by the
-// SKUs.
-func TestSoldOutHintsConcurrent(t *testing.T) {
-	const ttl = 10 * time.Millisecond
-	h := &SoldOutHints{TTL: ttl}
-	t0 := time.Unix(1_700_000_000, 0)
-	var clock atomic.Int64 // microseconds since t0
-	now := func() time.Time { return t0.Add(time.Duration(clock.Load()) * time.Microsecond) }
-	var wg sync.WaitGroup
-	for g := range 16 {
-		wg.Go(func() {
-			for i := range 4000 {
-				sku := fmt.Sprintf("sku-%d", i%8)
-				clock.Add(int64(g%3) * 7)
-				start := now()
-				d := h.SoldOut(sku, start)
-				switch {
-				case i%5 == 0:
-					h.Observe(sku, (g+i)%2, start)
-				case i%3 == 0: // refused at its claim
-				case d.SoldOut:
-					at := now()
-					switch d = h.Answer(sku, d, at); {
-					case d.SoldOut && at.Sub(d.Seen) >= 2*ttl:
-						t.Errorf("sold out at %v from a sighting at %v", at.Sub(t0), d.Seen.Sub(t0))
-					case d.Probe && i%2 == 0:
-						h.Abandon(sku, d)
-					case d.Probe:
-						h.Observe(sku, i%2, start)
-					}
-				}
+// TestSoldOutGoesTheFullWayWhenItCannotTell: a read that fails, a SKU
+// whose stock is not loaded, an order larger than what a read saw left
+// but a SKU never seen short: each goes the full way.
+func TestSoldOutGoesTheFullWayWhenItCannotTell(t *testing.T) {
+	s, st, _, _ := soldOutService(t)
+	ctx := context.Background()
+	st.sightErr = errors.New("i/o timeout")
+	if err := s.RefuseSoldOut(ctx, buy("bob", 1), "b"); err != nil {
+		t.Fatalf("read failed: %v, want the full way", err)
+	}
+	st.sightErr = nil
+	fresh := &Service{SoldOut: newSoldOut(st)}
+	sights := st.sights
+	if err := fresh.RefuseSoldOut(ctx, buy("bob", 1), "b"); err != nil || st.sights != sights {
+		t.Fatalf("SKU never seen short: %v after %d reads, want the full way without a read", err, st.sights-sights)
+	}
+	var none *SoldOut
+	if err := none.Refuse(ctx, buy("bob", 1), "b"); err != nil {
+		t.Fatalf("no SoldOut: %v, want the full way", err)
+	}
+}
+
+// slowSighter counts its reads and holds each until released.
+type slowSighter struct {
+	mu      sync.Mutex
+	reads   int
+	orders  int
+	release chan struct{}
+}
+
+func (s *slowSighter) Sight(_ context.Context, _ string, ids []string) (order.Sighting, error) {
+	s.mu.Lock()
+	s.reads++
+	s.orders += len(ids) / 4
+	s.mu.Unlock()
+	<-s.release
+	return order.Sighting{Loaded: true, Reserved: make([]bool, len(ids))}, nil
+}
+
+// TestSoldOutOneReadPerRoundTrip: a thousand buyers at once for a sold-out
+// SKU are answered by a few reads of it, not one each: while a read is in
+// flight the others wait for the next, which answers up to 256 of them
+// together, and every buyer is answered sold out. (synctest: the first
+// read is held until every buyer waits.)
+func TestSoldOutOneReadPerRoundTrip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sg := &slowSighter{release: make(chan struct{})}
+		so := &SoldOut{Sighter: sg}
+		so.Observe("tee", 0)
+		const buyers = 1000
+		var wg sync.WaitGroup
+		errs := make(chan error, buyers)
+		for i := range buyers {
+			wg.Go(func() { errs <- so.Refuse(context.Background(), buy(fmt.Sprint("c", i), 1), "k") })
+		}
+		synctest.Wait() // one read in flight, every other buyer queued behind it
+		close(sg.release)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if !errors.Is(err, order.ErrSoldOut) {
+				t.Fatalf("buyer answered %v, want sold out", err)
 			}
-		})
-	}
-	wg.Wait()
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	if len(h.hints) > 8 {
-		t.Fatalf("%d hints for 8 SKUs", len(h.hints))
-	}
+		}
+		if sg.orders != buyers {
+			t.Fatalf("reads covered %d orders, want each of the %d once", sg.orders, buyers)
+		}
+		if want := 1 + (buyers-1+255)/256; sg.reads != want {
+			t.Fatalf("%d reads for %d buyers, want %d (the first, then 256 per read)", sg.reads, buyers, want)
+		}
+	})
 }

@@ -34,11 +34,20 @@ func (b *budget) Allow(_ context.Context, subject string) (bool, time.Duration, 
 	return true, 0, nil
 }
 
-// acceptAll accepts every order; Refused answers the refusal, unless the
+// acceptAll accepts every order but those for a SKU in soldOut, which
+// RefuseSoldOut answers sold out; Refused answers the refusal, unless the
 // customer is in open (their key names an order that may be taken).
 type acceptAll struct {
-	n    int
-	open map[string]bool
+	n       int
+	open    map[string]bool
+	soldOut map[string]bool
+}
+
+func (a *acceptAll) RefuseSoldOut(_ context.Context, o order.Order, _ string) error {
+	if a.soldOut[o.SKU] {
+		return fmt.Errorf("sku %s: %w", o.SKU, order.ErrSoldOut)
+	}
+	return nil
 }
 
 func (a *acceptAll) Accept(_ context.Context, o order.Order, _ string) (gateway.Accepted, error) {
@@ -127,6 +136,33 @@ func TestIPLimitedRetryOfAnOpenOrder(t *testing.T) {
 	}
 	if acc.n != 0 {
 		t.Fatal("a limited request reached Accept")
+	}
+}
+
+// TestSoldOutAnsweredBeforeTheIPBudget: an order for a sold-out SKU is
+// answered 409 sold_out from the sighting before the client address's
+// budget is asked: a hammering client's refusals spend none of it (no
+// Redis call), and the address's first order for a SKU with units left
+// is still let through.
+func TestSoldOutAnsweredBeforeTheIPBudget(t *testing.T) {
+	acc := &acceptAll{soldOut: map[string]bool{"sku-1": true}}
+	ips := &budget{left: map[string]int{"192.0.2.1": 1}, after: time.Second}
+	s := &Server{Orders: acc, IPLimit: ips}
+	h := s.Handler()
+	for i := range 5 {
+		rec := postAs(t, h, "dave")
+		var e errorBody
+		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || rec.Code != http.StatusConflict || e.Error.Code != "sold_out" {
+			t.Fatalf("order %d for a sold-out SKU: %d %s, want 409 sold_out", i+1, rec.Code, rec.Body)
+		}
+	}
+	if ips.left["192.0.2.1"] != 1 || acc.n != 0 {
+		t.Fatalf("IP budget left %d, orders accepted %d: want the budget untouched and nothing accepted",
+			ips.left["192.0.2.1"], acc.n)
+	}
+	acc.soldOut = nil
+	if rec := postAs(t, h, "dave"); rec.Code != http.StatusAccepted {
+		t.Fatalf("the address's first order with units left: %d %s, want 202", rec.Code, rec.Body)
 	}
 }
 

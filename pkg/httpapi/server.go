@@ -20,11 +20,14 @@ import (
 	"surge/pkg/order"
 )
 
-// Acceptor takes orders. *gateway.Service implements it. Refused turns a
+// Acceptor takes orders. *gateway.Service implements it. RefuseSoldOut,
+// asked first, answers an order sold out from a read made for it with
+// nothing written and no budget spent (nil: go on). Refused turns a
 // refusal decided before Accept (the client address over its budget)
 // into the truthful answer: the refusal, or an unknown outcome when the
 // key already names an order that may be taken.
 type Acceptor interface {
+	RefuseSoldOut(ctx context.Context, o order.Order, idemKey string) error
 	Accept(ctx context.Context, o order.Order, idemKey string) (gateway.Accepted, error)
 	Refused(ctx context.Context, o order.Order, idemKey string, cause error) error
 }
@@ -168,9 +171,12 @@ func (req orderRequest) order() (order.Order, error) {
 	return order.Order{SKU: *req.SKU, Qty: *req.Qty, CustomerID: *req.CustomerID}, nil
 }
 
-// postOrder takes an order. The client address's budget is checked once
-// the body is read: a refused retry of an order that may be taken must be
-// answered as unknown, not as not taken.
+// postOrder takes an order. An order for a SKU with no unit left is
+// answered sold out first, from a read made for it, without spending the
+// client address's budget: the bulk of a flash sale costs no write. The
+// address's budget is checked once the body is read: a refused retry of
+// an order that may be taken must be answered as unknown, not as not
+// taken.
 func (s *Server) postOrder(w http.ResponseWriter, r *http.Request) {
 	customer, ok := s.customer(w, r)
 	if !ok {
@@ -191,6 +197,10 @@ func (s *Server) postOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")
+	if err := s.Orders.RefuseSoldOut(r.Context(), o, key); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if limited := s.overLimit(r, s.IPLimit, ClientIP(r, s.TrustedProxies)); limited != nil {
 		s.writeError(w, r, s.Orders.Refused(r.Context(), o, key, limited))
 		return

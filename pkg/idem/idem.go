@@ -67,10 +67,11 @@ func (r *Records) Limited(rate float64, burst int) *Records {
 // ScopeCustomer names the customer's budget in rate-limit answers.
 const ScopeCustomer = "customer"
 
-// soldOutMark prefixes the record of an order answered sold out without
-// a reservation (see Claim); nonceMark separates the fingerprint from the
-// nonce of the call that made the record (lua/admit.lua). SKUs and
-// customer ids contain neither.
+// soldOutMark prefixes the records that gateways from before sold-out
+// answers left no record wrote for such an answer: read as unmarked (the
+// key names no reserved order by it, and a retry is a new attempt).
+// nonceMark separates the fingerprint from the nonce of the call that
+// made the record (lua/admit.lua). SKUs and customer ids contain neither.
 const (
 	soldOutMark = "!"
 	nonceMark   = "#"
@@ -89,23 +90,14 @@ const (
 // order of this body that may be taken: then the outcome is unknown (an
 // *order.UnknownOutcomeError), since "not taken" would not be true of it.
 //
-// soldOut records a new claim as answered sold out, for an order the
-// gateway refuses without running the reserve script; a later claim of
-// that record (a retry) returns order.ErrSoldOut, so the retry gets the
-// first answer again whatever the stock is by then.
-//
 // The call is safe to repeat (go-redis resends a script whose reply timed
 // out): a record made by this very call is reported as made by it, and
 // the budget is spent once.
-func (r *Records) Claim(ctx context.Context, o order.Order, key string, soldOut bool) (order.Claim, error) {
+func (r *Records) Claim(ctx context.Context, o order.Order, key string) (order.Claim, error) {
 	fp := o.Fingerprint()
 	phase, w, ids, ks := claimKeys(o.CustomerID, key, r.now(), r.ttl)
 	c := order.Claim{Nonce: order.Nonce()}
-	mark := "0"
-	if soldOut {
-		mark = "1"
-	}
-	res, err := lua.Admit.Run(ctx, r.rdb, ks, r.interval, r.burst, fp, r.ttl.Milliseconds(), c.Nonce, w, mark,
+	res, err := lua.Admit.Run(ctx, r.rdb, ks, r.interval, r.burst, fp, r.ttl.Milliseconds(), c.Nonce, w,
 		phase.Milliseconds()).Slice()
 	if err != nil {
 		return c, fmt.Errorf("claim idempotency record customer=%s: %w", o.CustomerID, err)
@@ -122,12 +114,8 @@ func (r *Records) Claim(ctx context.Context, o order.Order, key string, soldOut 
 		c.Created = true
 		return c, nil
 	}
-	oldFP, wasSoldOut := strings.CutPrefix(fingerprint(rec), soldOutMark)
-	switch {
-	case oldFP != fp:
+	if strings.TrimPrefix(fingerprint(rec), soldOutMark) != fp {
 		return c, fmt.Errorf("order=%s: %w", c.OrderID, order.ErrIdempotencyMismatch)
-	case wasSoldOut:
-		return c, fmt.Errorf("order=%s was answered sold out: %w", c.OrderID, order.ErrSoldOut)
 	}
 	return c, nil
 }
@@ -255,13 +243,6 @@ func existingReply(res []any) (int64, any, error) {
 // when the record is gone or another call made it.
 func (r *Records) Forget(ctx context.Context, c order.Claim) (bool, error) {
 	return r.change(ctx, c, "forget")
-}
-
-// Unmark drops the sold-out mark of the record c made: the request that
-// made it will not answer sold out after all. False when c did not make
-// the record.
-func (r *Records) Unmark(ctx context.Context, c order.Claim) (bool, error) {
-	return r.change(ctx, c, "unmark")
 }
 
 func (r *Records) change(ctx context.Context, c order.Claim, op string) (bool, error) {

@@ -45,12 +45,12 @@ func TestClaimRetryMismatchLookupForget(t *testing.T) {
 	r := idem.New(rdb, time.Minute)
 	o := buy(customer(t, rdb, time.Minute, "k1"), 2)
 
-	c, err := r.Claim(ctx, o, "k1", false)
+	c, err := r.Claim(ctx, o, "k1")
 	id := c.OrderID
 	if err != nil || !c.Created || order.ValidateID(id) != nil {
 		t.Fatalf("first claim: %+v err=%v, want a new order", c, err)
 	}
-	again, err := r.Claim(ctx, o, "k1", false)
+	again, err := r.Claim(ctx, o, "k1")
 	if err != nil || again.Created || again.OrderID != id {
 		t.Fatalf("retry: %+v err=%v, want %q, not created", again, err, id)
 	}
@@ -59,7 +59,7 @@ func TestClaimRetryMismatchLookupForget(t *testing.T) {
 	}
 	other := o
 	other.Qty = 3
-	if _, err := r.Claim(ctx, other, "k1", false); !errors.Is(err, order.ErrIdempotencyMismatch) {
+	if _, err := r.Claim(ctx, other, "k1"); !errors.Is(err, order.ErrIdempotencyMismatch) {
 		t.Fatalf("other body: %v, want ErrIdempotencyMismatch", err)
 	}
 	o.ID = id
@@ -89,17 +89,17 @@ func TestKeyReusedAfterItsRecordExpired(t *testing.T) {
 	const ttl = time.Second
 	r := idem.New(rdb, ttl)
 	o := buy(customer(t, rdb, ttl, "k1"), 1)
-	c, err := r.Claim(ctx, o, "k1", false)
+	c, err := r.Claim(ctx, o, "k1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(ttl / 2) // the window may end meanwhile; the record lives
-	again, err := r.Claim(ctx, o, "k1", false)
+	again, err := r.Claim(ctx, o, "k1")
 	if err != nil || again.Created || again.OrderID != c.OrderID {
 		t.Fatalf("retry: %+v %v, want %q", again, err, c.OrderID)
 	}
 	time.Sleep(ttl + 100*time.Millisecond) // the record expires
-	fresh, err := r.Claim(ctx, buy(o.CustomerID, 2), "k1", false)
+	fresh, err := r.Claim(ctx, buy(o.CustomerID, 2), "k1")
 	if err != nil || !fresh.Created || fresh.OrderID == c.OrderID {
 		t.Fatalf("key reused after expiry: %+v %v, want a new order, not %q", fresh, err, c.OrderID)
 	}
@@ -115,7 +115,7 @@ func TestClaimRepeatedByTheClient(t *testing.T) {
 	twice := &doubler{ClusterClient: rdb}
 	r := idem.New(twice, time.Minute).Limited(0.01, 1) // one request, no refill
 	o := buy(customer(t, rdb, time.Minute, "k1"), 1)
-	if c, err := r.Claim(ctx, o, "k1", false); err != nil || !c.Created {
+	if c, err := r.Claim(ctx, o, "k1"); err != nil || !c.Created {
 		t.Fatalf("claim run twice: %+v err=%v, want the record made by this claim", c, err)
 	}
 }
@@ -134,11 +134,11 @@ func TestLimitedRefusesPastBurstWithoutClaiming(t *testing.T) {
 	r := idem.New(rdb, time.Minute).Limited(0.01, 2) // no refill during the test
 	c := customer(t, rdb, time.Minute, "k1", "k2", "k3")
 	for _, k := range []string{"k1", "k2"} {
-		if cl, err := r.Claim(ctx, buy(c, 1), k, false); err != nil || !cl.Created {
+		if cl, err := r.Claim(ctx, buy(c, 1), k); err != nil || !cl.Created {
 			t.Fatalf("claim within the burst: %+v err=%v", cl, err)
 		}
 	}
-	_, err := r.Claim(ctx, buy(c, 1), "k3", false)
+	_, err := r.Claim(ctx, buy(c, 1), "k3")
 	var rl *order.RateLimitedError
 	if !errors.Is(err, order.ErrRateLimited) || !errors.As(err, &rl) || rl.RetryAfter <= 0 || rl.RetryAfter > 100*time.Second {
 		t.Fatalf("past the burst: %v, want a RateLimitedError with retry in (0, 100s]", err)
@@ -151,11 +151,11 @@ func TestLimitedRefusesPastBurstWithoutClaiming(t *testing.T) {
 	if err != nil || ttl <= 0 {
 		t.Fatalf("budget key ttl %v (err %v): idle customers would stay in memory", ttl, err)
 	}
-	if _, err := idem.New(rdb, time.Minute).Claim(ctx, buy(c, 1), "k3", false); err != nil {
+	if _, err := idem.New(rdb, time.Minute).Claim(ctx, buy(c, 1), "k3"); err != nil {
 		t.Fatalf("unlimited records claim: %v", err)
 	}
 	fresh := customer(t, rdb, time.Minute, "k1")
-	if _, err := r.Claim(ctx, buy(fresh, 1), "k1", false); err != nil {
+	if _, err := r.Claim(ctx, buy(fresh, 1), "k1"); err != nil {
 		t.Fatalf("another customer refused (%v): budgets are per customer", err)
 	}
 }
@@ -176,79 +176,78 @@ func TestCustomerKeysShareOneSlot(t *testing.T) {
 	}
 }
 
-// TestClaimAnsweredSoldOut: a claim recorded as answered sold out gives a
-// retry that answer again, still refuses another body, and reads back as
-// the order it recorded.
-func TestClaimAnsweredSoldOut(t *testing.T) {
-	rdb := testenv.Redis(t)
+// markSoldOut rewrites the record c made as a gateway from before sold-out
+// answers left no record marked it: '!' before the fingerprint.
+func markSoldOut(t *testing.T, rdb *redis.ClusterClient, c order.Claim) {
+	t.Helper()
 	ctx := context.Background()
-	r := idem.New(rdb, time.Minute)
-	o := buy(customer(t, rdb, time.Minute, "k1", "k2", "k3"), 1)
-
-	c, err := r.Claim(ctx, o, "k1", true)
-	id := c.OrderID
-	if err != nil || !c.Created {
-		t.Fatalf("first claim: %+v err=%v, want created", c, err)
-	}
-	for _, soldOut := range []bool{false, true} {
-		if _, err := r.Claim(ctx, o, "k1", soldOut); !errors.Is(err, order.ErrSoldOut) {
-			t.Fatalf("retry (soldOut=%v): %v, want ErrSoldOut", soldOut, err)
-		}
-	}
-	other := o
-	other.SKU = "sku-2"
-	if _, err := r.Claim(ctx, other, "k1", false); !errors.Is(err, order.ErrIdempotencyMismatch) {
-		t.Fatalf("other body: %v, want ErrIdempotencyMismatch", err)
-	}
-	want := o
-	want.ID = id
-	if got, err := r.Lookup(ctx, id); err != nil || got != want {
-		t.Fatalf("lookup: %+v %v, want %+v", got, err, want)
-	}
-
-	// A record made without the mark stays a plain retry.
-	if _, err := r.Claim(ctx, o, "k2", false); err != nil {
-		t.Fatal(err)
-	}
-	if c, err := r.Claim(ctx, o, "k2", true); c.Created || err != nil {
-		t.Fatalf("retry of an unmarked record: %+v err=%v, want a retry", c, err)
-	}
-	// Unmark: the claim that marked it may take the mark back while it
-	// holds the record; the retry then finds an open order.
-	marked, err := r.Claim(ctx, o, "k3", true)
+	v, err := rdb.Get(ctx, keys.Idem(c.OrderID)).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := r.Unmark(ctx, marked); !ok || err != nil {
-		t.Fatalf("unmark: %v %v", ok, err)
+	if err := rdb.SetArgs(ctx, keys.Idem(c.OrderID), "!"+v, redis.SetArgs{KeepTTL: true}).Err(); err != nil {
+		t.Fatal(err)
 	}
-	if c, err := r.Claim(ctx, o, "k3", false); err != nil || c.OrderID != marked.OrderID {
-		t.Fatalf("retry after unmark: %+v %v, want a retry of the open order", c, err)
+}
+
+// TestClaimReadsAnOldSoldOutMarkAsARetry: a record an older gateway marked
+// as answered sold out binds nothing now: a retry with the same body is a
+// retry of that order (which reserved nothing, so it is judged anew),
+// another body is still refused, the record still reads back as its
+// order, and it names no order that may be taken.
+func TestClaimReadsAnOldSoldOutMarkAsARetry(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ctx := context.Background()
+	r := idem.New(rdb, time.Minute)
+	o := buy(customer(t, rdb, time.Minute, "k1"), 1)
+	c, err := r.Claim(ctx, o, "k1")
+	if err != nil || !c.Created {
+		t.Fatalf("first claim: %+v err=%v, want created", c, err)
+	}
+	markSoldOut(t, rdb, c)
+	if again, err := r.Claim(ctx, o, "k1"); err != nil || again.Created || again.OrderID != c.OrderID {
+		t.Fatalf("retry of a marked record: %+v %v, want a retry of %s", again, err, c.OrderID)
+	}
+	other := o
+	other.SKU = "sku-2"
+	if _, err := r.Claim(ctx, other, "k1"); !errors.Is(err, order.ErrIdempotencyMismatch) {
+		t.Fatalf("other body: %v, want ErrIdempotencyMismatch", err)
+	}
+	want := o
+	want.ID = c.OrderID
+	if got, err := r.Lookup(ctx, c.OrderID); err != nil || got != want {
+		t.Fatalf("lookup: %+v %v, want %+v", got, err, want)
+	}
+	if id, open, err := r.Existing(ctx, o, "k1"); err != nil || open || id != c.OrderID {
+		t.Fatalf("existing: %s open=%v %v, want %s not open", id, open, err, c.OrderID)
 	}
 }
 
 // TestRateLimitedRetryOfAnOpenOrder: a retry over the customer's budget is
 // not "not taken" when its key names an order that may be accepted: the
-// outcome is unknown. A new key, or a key answered sold out, stays 429.
+// outcome is unknown. A new key, or a key an older gateway answered sold
+// out, stays 429.
 func TestRateLimitedRetryOfAnOpenOrder(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ctx := context.Background()
 	r := idem.New(rdb, time.Minute).Limited(0.01, 2) // two requests, no refill
 	c := customer(t, rdb, time.Minute, "open", "sold", "new")
-	open, err := r.Claim(ctx, buy(c, 1), "open", false)
+	open, err := r.Claim(ctx, buy(c, 1), "open")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Claim(ctx, buy(c, 1), "sold", true); err != nil {
+	sold, err := r.Claim(ctx, buy(c, 1), "sold")
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = r.Claim(ctx, buy(c, 1), "open", false)
+	markSoldOut(t, rdb, sold)
+	_, err = r.Claim(ctx, buy(c, 1), "open")
 	var u *order.UnknownOutcomeError
 	if !errors.As(err, &u) || u.OrderID != open.OrderID {
 		t.Fatalf("retry of an open order over the budget: %v, want an unknown outcome for %s", err, open.OrderID)
 	}
 	for _, k := range []string{"sold", "new"} {
-		if _, err := r.Claim(ctx, buy(c, 1), k, false); !errors.Is(err, order.ErrRateLimited) {
+		if _, err := r.Claim(ctx, buy(c, 1), k); !errors.Is(err, order.ErrRateLimited) {
 			t.Fatalf("key %s over the budget: %v, want rate limited", k, err)
 		}
 	}
@@ -269,12 +268,12 @@ func TestWindowsFollowTheRedisClock(t *testing.T) {
 	for time.Now().UnixMilli()%1000 != 750 {
 		time.Sleep(200 * time.Microsecond)
 	}
-	first, err := ahead.Claim(ctx, o, "k1", false)
+	first, err := ahead.Claim(ctx, o, "k1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(ttl + 50*time.Millisecond) // the record expires
-	again, err := exact.Claim(ctx, o, "k1", false)
+	again, err := exact.Claim(ctx, o, "k1")
 	if err != nil || !again.Created || again.OrderID == first.OrderID {
 		t.Fatalf("key reused after expiry: %+v %v, want a new order, not %s", again, err, first.OrderID)
 	}
@@ -296,7 +295,7 @@ func TestExistingDecidesByTheMastersClock(t *testing.T) {
 	}
 	c := customer(t, rdb, ttl, "cur", "prev", "new")
 	o := buy(c, 1)
-	made, err := exact.Claim(ctx, o, "cur", false)
+	made, err := exact.Claim(ctx, o, "cur")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +338,7 @@ func previousWindowRecord(t *testing.T, rdb *redis.ClusterClient, o order.Order,
 func wouldCreate(t *testing.T, rdb *redis.ClusterClient, ttl time.Duration, o order.Order, key string) string {
 	t.Helper()
 	r := idem.New(rdb, ttl)
-	c, err := r.Claim(context.Background(), o, key, false)
+	c, err := r.Claim(context.Background(), o, key)
 	if err != nil || !c.Created {
 		t.Fatalf("claim %s: %+v %v", key, c, err)
 	}
@@ -372,7 +371,7 @@ func TestLostRecordsDoNotAllCrossOneBoundary(t *testing.T) {
 	boundary := time.UnixMilli(time.Now().UnixMilli() + 300)
 	first := make([]order.Claim, n)
 	for i, k := range ks {
-		c, err := r.Claim(ctx, o, k, false)
+		c, err := r.Claim(ctx, o, k)
 		if err != nil || !c.Created {
 			t.Fatalf("claim %s: %+v %v", k, c, err)
 		}
@@ -388,7 +387,7 @@ func TestLostRecordsDoNotAllCrossOneBoundary(t *testing.T) {
 	}
 	renamed := 0
 	for i, k := range ks {
-		c, err := r.Claim(ctx, o, k, false)
+		c, err := r.Claim(ctx, o, k)
 		if err != nil {
 			t.Fatalf("retry %s: %v", k, err)
 		}
@@ -421,7 +420,7 @@ func TestLiveRecordTwoWindowsBack(t *testing.T) {
 	if got, open, err := r.Existing(ctx, o, "old"); err != nil || !open || got != id {
 		t.Fatalf("existing: %s open=%v err=%v, want open %s", got, open, err, id)
 	}
-	if c, err := r.Claim(ctx, o, "old", false); err != nil || c.Created || c.OrderID != id {
+	if c, err := r.Claim(ctx, o, "old"); err != nil || c.Created || c.OrderID != id {
 		t.Fatalf("claim: %+v %v, want a retry of %s", c, err, id)
 	}
 }

@@ -20,7 +20,9 @@ const (
 	ReservationNotLoaded     = "not_loaded"
 	ReservationError         = "error"
 	// ReservationSoldOutCached is a sold-out answer the gateway gave from
-	// its recent view of the SKU, without running the reserve script.
+	// a read of the SKU made for the order (gateway.SoldOut), without a
+	// claim or the reserve script. The label keeps its first name, which
+	// dashboards know.
 	ReservationSoldOutCached = "sold_out_cached"
 )
 
@@ -69,11 +71,11 @@ func (g GatewayObserver) End(_ context.Context, step gateway.Step, _ order.Order
 	}
 }
 
-// Answered counts a sold-out answer from the hint (as a reservation
+// Answered counts a sold-out answer from a sighting (as a reservation
 // outcome) or an unknown outcome.
 func (GatewayObserver) Answered(_ context.Context, _ order.Order, a gateway.Answer) {
 	switch a {
-	case gateway.AnswerSoldOutCached:
+	case gateway.AnswerSoldOutSighted:
 		reservations.WithLabelValues(ReservationSoldOutCached).Inc()
 	case gateway.AnswerOutcomeUnknown:
 		outcomeUnknown.Inc()

@@ -55,7 +55,7 @@ var (
 
 	reservations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "reservations_total",
-		Help: "Stock reservations by outcome: reserved, repeat, sold_out, sold_out_cached (answered from the gateway's recent view of a sold-out SKU, no script run), not_loaded, error.",
+		Help: "Stock reservations by outcome: reserved, repeat, sold_out, sold_out_cached (answered from a read of the SKU made for the order: no claim, no script, no write), not_loaded, error.",
 	}, []string{"outcome"})
 	releases = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "reservation_releases_total",

@@ -169,7 +169,7 @@ func TestGatewayObserverCountsReservations(t *testing.T) {
 	}
 	cached := map[string]string{"outcome": ReservationSoldOutCached}
 	before := sample(t, "surge_reservations_total", cached)
-	obs.Answered(ctx, order.Order{}, gateway.AnswerSoldOutCached)
+	obs.Answered(ctx, order.Order{}, gateway.AnswerSoldOutSighted)
 	if got := sample(t, "surge_reservations_total", cached); got != before+1 {
 		t.Errorf("sold out from the hint: counter went %v -> %v, want +1", before, got)
 	}

@@ -41,7 +41,7 @@ func TestReservationWithoutPublishIsPublished(t *testing.T) {
 	// (a minute ago), then nothing.
 	customer, key := "c-"+sku, "k1"
 	dead := order.Order{SKU: sku, Qty: 2, CustomerID: customer}
-	claim, err := idem.New(p.redis, 0).Claim(ctx, dead, key, false)
+	claim, err := idem.New(p.redis, 0).Claim(ctx, dead, key)
 	if err != nil {
 		t.Fatal(err)
 	}
