@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # bot.sh: a black-box check that a client hammering the gateway cannot keep restocked units from
 # other buyers. A SKU of 5 units sells out and the gateway learns it; one client (one customer,
-# a new key per order) then sends orders at SURGE_REPRO_BOT_RATE (800/s) and is mostly answered
-# 429; 1 s later an operator restocks 5 more units; from then on, for 5 s, other buyers order one
-# unit each (a new customer every 20 ms). It checks:
+# a new key per order) then sends orders at SURGE_REPRO_BOT_RATE (800/s), answered 409 sold_out
+# from reads of the SKU (no write, no budget spent) while it is sold out; 1 s later an operator
+# restocks 5 more units, and from then on the client's orders go the full way and meet its
+# budget (429); other buyers order one unit each (a new customer every 20 ms) for 5 s. It checks:
 #
-#   - the 5 restocked units are sold within those 5 s (the README: no `409 sold_out` comes from
-#     a sighting older than 200 ms, however many clients are being refused);
+#   - the 5 restocked units are sold within those 5 s (the README: a `409 sold_out` comes from a
+#     sighting made while the order was being answered, however many clients are refused);
 #   - every buyer answered 202 is invoiced and no buyer answered 409 is.
 #
 # It prints who got the units: the buyers or the hammering client (whose own per-customer rate
@@ -77,9 +78,10 @@ cat "$DIR"/buyers/* >"$DIR/answers"
 
 bot_got=$(jq -r '.load.counts.status["202"] // 0' "$DIR/bot.json" 2>/dev/null || echo "?")
 bot_429=$(jq -r '.load.counts.status["429"] // 0' "$DIR/bot.json" 2>/dev/null || echo "?")
+bot_409=$(jq -r '.load.counts.status["409"] // 0' "$DIR/bot.json" 2>/dev/null || echo "?")
 buyers_got=$(awk '$2 == "202"' "$DIR/answers" | wc -l)
 log "buyers: $(awk '{k = $2 " " $3; n[k]++} END {for (k in n) printf "%s: %d, ", k, n[k]}' "$DIR/answers")"
-log "hammering client: $bot_got answered 202, $bot_429 answered 429"
+log "hammering client: $bot_got answered 202, $bot_409 answered 409, $bot_429 answered 429"
 
 # After the sale: every buyer's 202 invoiced, no 409 invoiced (the worker is quick; 60 s at most).
 deadline=$((SECONDS + 60))
