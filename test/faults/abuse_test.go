@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"surge/pkg/ratelimit"
 )
 
 const (
@@ -27,33 +29,62 @@ const (
 
 // hammerRestock is the abusive client of a flash sale: one customer
 // hammers the SKU with the fewest units left, past its rate budget, while
-// an operator adds units through opsctl (behind the gateways' back, so no
-// gateway drops its sold-out hint): the other buyers must still get them
-// (check 7b judges every 409 they meet).
+// an operator adds units through opsctl (behind the gateways' back): the
+// other buyers must still get them (check 7b judges every 409 they meet).
+// Its effect is shown by its answers, whatever answered them: it sent
+// more than its budget admits in the time (burst + rate x hold), no more
+// of its orders than that budget admits were taken or left unknown, and
+// the restock was taken (200). Refusals answered sold out from a read
+// spend no budget, so 429s alone no longer show the hammer was held back.
 func (n *nemesis) hammerRestock(ctx context.Context, f *fault) error {
 	f.sku = n.w.lowestSKU()
 	f.target = f.sku
 	customer := fmt.Sprintf("r%d-burst%d", n.w.run, len(n.list()))
-	var limited, sent atomic.Int64
+	var mu sync.Mutex
+	answers := map[string]int{}
+	taken := 0 // answered 202 or 503 outcome_unknown: admitted by the budget
 	hctx, cancel := context.WithTimeout(ctx, f.hold)
 	defer cancel()
 	done := make(chan struct{})
+	begin := time.Now()
 	go func() {
 		n.w.hammerFor(hctx, customer, f.sku, burstPace, func(a attempt) {
-			sent.Add(1)
-			if a.Status == http.StatusTooManyRequests {
-				limited.Add(1)
+			mu.Lock()
+			answers[a.answer()]++
+			if a.Status == http.StatusAccepted || a.Code == "outcome_unknown" {
+				taken++
 			}
+			mu.Unlock()
 		})
 		close(done)
 	}()
 	sleep(hctx, f.hold/3)
 	r := n.w.restockOpsctl(f.sku, restockBurst)
 	<-done
-	if limited.Load() == 0 {
-		return fmt.Errorf("%d requests of one customer, none answered 429", sent.Load())
+	return hammerEffect(f, answers, taken, time.Since(begin), r)
+}
+
+// hammerEffect judges what the hammer of hammerRestock met: answers by
+// answer, taken of them admitted past the customer's budget (a 202, or an
+// outcome unknown: each spent the budget), over took (from its first
+// request to its last answer).
+func hammerEffect(f *fault, answers map[string]int, taken int, took time.Duration, r restock) error {
+	sent := 0
+	for _, k := range answers {
+		sent += k
 	}
-	f.effect = fmt.Sprintf("%d of %d requests answered 429; %s", limited.Load(), sent.Load(), r)
+	budget := ratelimit.DefaultCustomerBurst + int(ratelimit.DefaultCustomerRate*took.Seconds()+1)
+	switch {
+	case r.Status != http.StatusOK:
+		return fmt.Errorf("restock behind the gateways' back not taken: %s", r)
+	case sent <= budget:
+		return fmt.Errorf("%d requests in %v, within the customer's budget of %d: no hammering", sent, took.Round(time.Millisecond), budget)
+	case taken > budget:
+		return fmt.Errorf("%d of the hammer's %d orders taken or unknown (%s), past its budget of %d: the budget did not hold",
+			taken, sent, countLine(answers), budget)
+	}
+	f.effect = fmt.Sprintf("%d requests in %v, past the budget of %d: %s; %s", sent, took.Round(time.Millisecond), budget,
+		countLine(answers), r)
 	return nil
 }
 

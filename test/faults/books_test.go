@@ -81,35 +81,30 @@ func (c *checker) checkRedis(sku string) {
 	}
 }
 
-// checkSoldOutAnswers is check 7b, on every attempt answered 409 sold_out
-// but the retries that repeat their op's earlier 409.
+// checkSoldOutAnswers is check 7b, on every attempt answered 409
+// sold_out: each is a new attempt, answered from a sighting of its own.
 func (c *checker) checkSoldOutAnswers() {
 	c.undos = c.undoAttempts()
 	for i, o := range c.h.ops {
-		repeat := false
 		for _, ai := range o.attempts {
-			a := c.h.attempts[ai]
-			if a.Status != http.StatusConflict || a.Code != "sold_out" {
-				continue
-			}
-			if !repeat {
+			if a := c.h.attempts[ai]; a.Status == http.StatusConflict && a.Code == "sold_out" {
 				c.judgeSoldOut(i, o, a)
 			}
-			repeat = true
 		}
 	}
 }
 
 // judgeSoldOut judges one 409 sold_out against the samples read from
-// soldOutBound before its answer to one taken after it. Between two
-// samples avail only falls (reservations) unless units come back, so
-// samples that all held enough, the last one read after the answer, show
-// that units were there the whole window. A window the samples do not
+// soldOutSlack before its request was sent to one taken after its answer.
+// Between two samples avail only falls (reservations) unless units come
+// back, so samples that all held enough, the first read by the time the
+// request was sent and the last after the answer, show that units were
+// there the whole time it was being answered. A window the samples do not
 // cover (a gap longer than sampleGap, or none read after the answer) is
 // not judged, nor one during which another request for the SKU may have
 // reserved the units and given them back (counted as 7b-unprovable).
 func (c *checker) judgeSoldOut(i int, o *op, a attempt) {
-	from, to := a.Done-soldOutBound, a.Done+sampleGap
+	from, to := a.Sent-soldOutSlack, a.Done+sampleGap
 	var in []sample
 	// Samples are taken in time order, each read within a second.
 	all := c.h.samples[o.sku]
@@ -139,8 +134,9 @@ func (c *checker) judgeSoldOut(i int, o *op, a attempt) {
 	for k, s := range in {
 		avails[k] = fmt.Sprintf("%d@+%.3fs", s.Avail, s.At.Seconds())
 	}
-	c.add("7b", o.sku, i, "attempt %d answered 409 sold_out at +%.3fs while Redis held at least %d units in all %d samples "+
-		"from %s before it to after it: %s", a.N+1, a.Done.Seconds(), o.qty, len(in), soldOutBound, strings.Join(avails, " "))
+	c.add("7b", o.sku, i, "attempt %d sent at +%.3fs answered 409 sold_out at +%.3fs while Redis held at least %d units in all "+
+		"%d samples from %s before it was sent to after it: %s", a.N+1, a.Sent.Seconds(), a.Done.Seconds(), o.qty, len(in),
+		soldOutSlack, strings.Join(avails, " "))
 }
 
 // undoAttempts are, per SKU, the attempts that may have reserved units

@@ -24,16 +24,20 @@ import (
 //	  invoiced, never parked in the dead letters, and holds no reservation at the end
 //	5 same-key retries agree: an unknown outcome (503 outcome_unknown, a transport error) ends
 //	  settled (invoiced or rejected, or absent with no reservation left); a later "not taken" to
-//	  a retry is true of the end state; no retry of an order answered 202 is answered "not taken"
+//	  a retry is true of the end state, but a 409 sold_out, which takes nothing and leaves the
+//	  key free: an earlier attempt still on its way may have taken units that came back, so
+//	  the order is then judged as unknown; no retry of an order answered 202 is answered "not
+//	  taken"
 //	6 after reconcile, per SKU in Redis: avail + reserved + sold == stock, sold and stock equal
 //	  MySQL's, no reservation left open
 //	7 stock not lost: after the sale, a reconcile and a mop-up that bought until sold out, every
 //	  unit is sold (MySQL sold == stock)
-//	7b every 409 sold_out (any attempt, but a retry repeating its op's earlier 409) comes from a
-//	  sighting at most 200 ms old: Redis's avail, sampled every 50 ms, was short of the order's
-//	  quantity at least once from 200 ms before its answer to a sample after it (judged only
-//	  where the samples cover that window and no other request for the SKU that may have
-//	  reserved and undone, a 503 or no answer, was in flight in it)
+//	7b every 409 sold_out (every attempt: a retry is a new attempt) comes from a sighting made
+//	  while it was being answered: Redis's avail, sampled every 50 ms, was short of the order's
+//	  quantity at least once from one sample gap (100 ms) before the request was sent to a
+//	  sample after its answer (judged only where the samples cover that window and no other
+//	  request for the SKU that may have reserved and undone, a 503 or no answer, was in flight
+//	  in it)
 //	L a purchase limit holds: per SKU with one, no customer has more units invoiced than the limit
 //	  (the hammer is one customer on such a SKU); a 202 rejected for the limit by MySQL
 //	  (purchase_limit_after_acceptance) is the compensation's twin, excused in the same runs
@@ -44,8 +48,8 @@ import (
 // Each check counts the samples it judged; a check with fewer than its
 // minimum fails the run (check "min"), since it then proved nothing.
 const (
-	soldOutBound   = 200 * time.Millisecond // README: twice SURGE_SOLD_OUT_HINT_TTL
 	sampleGap      = 100 * time.Millisecond // the longest gap between samples a judged window may have
+	soldOutSlack   = sampleGap              // a 409's window opens this long before its request was sent
 	compensation   = "sold_out_after_acceptance"
 	limitGuarded   = "purchase_limit_after_acceptance"
 	faultAftermath = 2 * time.Second // a fault's window runs on this long after its end
@@ -155,7 +159,13 @@ func (c *checker) checkOrder(i int, o *op) {
 		return
 	}
 	last := c.h.attempts[o.attempts[len(o.attempts)-1]]
-	switch last.outcome() {
+	outcome := last.outcome()
+	if last.Status == http.StatusConflict && last.Code == "sold_out" && c.unknownBefore(o) {
+		// README: a 409 sold_out takes nothing and leaves the key free; the
+		// earlier attempt whose outcome is unknown may have taken units.
+		outcome = unknown
+	}
+	switch outcome {
 	case refused:
 		c.checkRefused(i, o, end, invoiced, last)
 	case unknown:
@@ -203,12 +213,8 @@ func (c *checker) checkRetries(i int, o *op, end *orderEnd, invoiced bool) {
 // answered "not taken" at last is not invoiced, not parked, not held.
 func (c *checker) checkRefused(i int, o *op, end *orderEnd, invoiced bool, last attempt) {
 	c.judged["4"]++
-	unknownBefore := false
-	for _, ai := range o.attempts[:len(o.attempts)-1] {
-		unknownBefore = unknownBefore || c.h.attempts[ai].outcome() == unknown
-	}
 	check, what := "4", fmt.Sprintf("answered %s (not taken)", last.answer())
-	if unknownBefore {
+	if c.unknownBefore(o) {
 		check, what = "5", fmt.Sprintf("a retry with the same key was answered %s (not taken)", last.answer())
 	}
 	if invoiced {
@@ -220,6 +226,17 @@ func (c *checker) checkRefused(i int, o *op, end *orderEnd, invoiced bool, last 
 	if end.resv > 0 {
 		c.add(check, o.sku, i, "%s, yet %d units are still reserved for it at the end", what, end.resv)
 	}
+}
+
+// unknownBefore tells whether an attempt of o before its last had an
+// unknown outcome.
+func (c *checker) unknownBefore(o *op) bool {
+	for _, ai := range o.attempts[:len(o.attempts)-1] {
+		if c.h.attempts[ai].outcome() == unknown {
+			return true
+		}
+	}
+	return false
 }
 
 // checkUnclaimed looks at the orders in MySQL, the dead letters or Redis's

@@ -222,6 +222,50 @@ func replayCases() []replayCase {
 				}
 			}
 		}},
+		{name: "a 409 sold_out from a sighting older than its request", want: []string{"7b"}, edit: func(_ *runInfo, h *history, _ *endState) {
+			// Units came back at +4.82s; the order was sent at +4.97s and
+			// answered 409 at +5s from what Redis held before it came.
+			late := &h.attempts[opNamed(h, "late").attempts[0]]
+			late.Sent = sec(4.97)
+			for i := range h.samples["s"] {
+				if s := &h.samples["s"][i]; s.At >= sec(4.82) && s.At <= sec(5.2) {
+					s.Avail = 3
+				}
+			}
+		}},
+		{name: "a stale 409 sold_out repeated to a retry", want: []string{"7b"}, edit: func(_ *runInfo, h *history, _ *endState) {
+			o := opNamed(h, "late")
+			h.attempts = append(h.attempts, attempt{Op: 6, N: 1, Sent: sec(7.9), Done: sec(8), Status: 409, Code: "sold_out"})
+			o.attempts = append(o.attempts, len(h.attempts)-1)
+			for i := range h.samples["s"] {
+				if s := &h.samples["s"][i]; s.At >= sec(7.7) && s.At <= sec(8.1) {
+					s.Avail = 1
+				}
+			}
+		}},
+		{name: "409 sold_out only, yet invoiced", want: []string{"4", "1", "7"}, edit: func(_ *runInfo, h *history, e *endState) {
+			opNamed(h, "late").id = "ol"
+			e.orders["ol"] = &orderEnd{row: true, sku: "s", customer: "late", status: "invoiced", qty: 1, invoices: 1, invQty: 1}
+			e.skus["s"].invQty++
+		}},
+		{name: "unknown, then 409 sold_out, invoiced: the first attempt took a unit that came back", edit: func(_ *runInfo, h *history, e *endState) {
+			restockTo13(h, e)
+			o := opNamed(h, "late")
+			first := &h.attempts[o.attempts[0]]
+			first.Status, first.Code = 0, ""
+			h.attempts = append(h.attempts, attempt{Op: 6, N: 1, Sent: sec(6), Done: sec(6.1), Status: 409, Code: "sold_out"})
+			o.attempts = append(o.attempts, len(h.attempts)-1)
+			o.id = "ol"
+			e.orders["ol"] = &orderEnd{row: true, sku: "s", customer: "late", status: "invoiced", qty: 1, invoices: 1, invQty: 1}
+		}},
+		{name: "409 sold_out, then 202 with the same key after a restock", edit: func(_ *runInfo, h *history, e *endState) {
+			restockTo13(h, e)
+			o := opNamed(h, "late")
+			h.attempts = append(h.attempts, attempt{Op: 6, N: 1, Sent: sec(11), Done: sec(11.1), Status: 202, OrderID: "ol"})
+			o.attempts = append(o.attempts, len(h.attempts)-1)
+			o.nameID("ol")
+			e.orders["ol"] = &orderEnd{row: true, sku: "s", customer: "late", status: "invoiced", qty: 1, invoices: 1, invQty: 1}
+		}},
 		{name: "a stock the test never set", want: []string{"1", "6", "7"}, edit: func(_ *runInfo, _ *history, e *endState) {
 			e.skus["s"].mysqlStock = 11
 		}},
@@ -270,6 +314,14 @@ func replayCases() []replayCase {
 			ri.Min = nil
 		}},
 	}
+}
+
+// restockTo13 adds a restock of s to 13 units after the sale and sells
+// the 13th unit (its order is the test's to add).
+func restockTo13(h *history, e *endState) {
+	h.restocks = append(h.restocks, restock{At: sec(10), Done: sec(10.1), SKU: "s", Target: 13, Status: 200})
+	sk := e.skus["s"]
+	sk.invQty, sk.mysqlSold, sk.mysqlStock, sk.rStock, sk.rSold = 13, 13, 13, 13, 13
 }
 
 // compensate adds a seventh order answered 202 that Redis oversold and

@@ -133,9 +133,8 @@ func (w *workload) hammer(ctx context.Context) {
 }
 
 // mopUp keeps buying sku one unit at a time with new customers, after the
-// faults, until five orders in a row spread over more than twice the
-// sold-out hint's TTL are answered 409 (or 30s pass). It reports whether
-// it ended on sold out.
+// faults, until five orders in a row, 80 ms apart, are answered 409 (or
+// 30s pass). It reports whether it ended on sold out.
 func (w *workload) mopUp(skuIndex int) bool {
 	sku := w.skus[skuIndex]
 	rng := w.rng(uint64(500 + skuIndex))
