@@ -321,7 +321,18 @@ type SoldOutRedis struct {
 	BytesPerAnswer float64 `json:"bytes_per_answer"`
 	// RecordsNoTTL are the sampled records that would never expire.
 	RecordsNoTTL int64 `json:"records_without_ttl"`
+	// OwnRecordsPerAnswer are the answers' own records found in Redis
+	// after the reading, per answer, from a sample of the answers: an
+	// idempotency record and an order state each at most. It cross-checks
+	// KeysPerAnswer, which counts every key of a shared cluster: fewer
+	// keys than the answers' own records means keys elsewhere went away
+	// during the reading.
+	OwnRecordsPerAnswer float64 `json:"own_records_per_answer"`
 }
+
+// Disturbed tells whether the cluster gained fewer keys than the answers'
+// own records: other keys were deleted or expired during the reading.
+func (k SoldOutRedis) Disturbed() bool { return k.KeysPerAnswer < 0.95*k.OwnRecordsPerAnswer }
 
 // Target is one goal of the benchmark and whether this run met it.
 type Target struct {
@@ -503,7 +514,8 @@ func soldOutRedis(rep *loadgen.RunReport) *SoldOutRedis {
 	rr := rep.Redis
 	answers := rep.Load.Counts.Of(http.StatusConflict)
 	r := &SoldOutRedis{Load: soldOutScenario(rep), Answers: answers, Other: rep.Load.Counts.Done - answers,
-		KeysAdded: rr.KeysGrowth, BytesAdded: rr.MemoryGrowth, RecordsNoTTL: rr.Records.NoTTL}
+		KeysAdded: rr.KeysGrowth, BytesAdded: rr.MemoryGrowth, RecordsNoTTL: rr.Records.NoTTL,
+		OwnRecordsPerAnswer: math.Round((rr.Idem.Present()+rr.States.Present())*1e4) / 1e4}
 	if answers > 0 {
 		per := func(v int64) float64 { return float64(v) / float64(answers) }
 		r.KeysPer100k, r.BytesPer100k = math.Round(per(rr.KeysGrowth)*100_000), math.Round(per(rr.MemoryGrowth)*100_000)

@@ -59,7 +59,8 @@ func parts() Parts {
 	floor := answers(30_000, 12, 150_000)
 	floor.Processes = map[string]loadgen.ProcStats{"floor": {CPUPerRequestUS: 21}, "loadgen": {CPUPerRequestUS: 18}}
 	keys := answers(20_000, 15, 100_000)
-	keys.Redis = &loadgen.RedisReport{KeysGrowth: 100_050, MemoryGrowth: 27_000_000, Records: loadgen.RecordAudit{Checked: 500}}
+	keys.Redis = &loadgen.RedisReport{KeysGrowth: 100_050, MemoryGrowth: 27_000_000, Records: loadgen.RecordAudit{Checked: 1000, Missing: 500},
+		Idem: loadgen.RecordAudit{Checked: 500}, States: loadgen.RecordAudit{Checked: 500, Missing: 500}}
 	p := Parts{
 		Naive: run(2_000, 400, 100, 19_900, true), Flash: flash, Sustained: sus,
 		SoldOut: answers(20_000, 15, 100_000), Floor: floor, SoldOutKeys: keys,
@@ -109,7 +110,7 @@ func TestBuildComputesRatiosAndTargets(t *testing.T) {
 	k := *r.SoldOutRedis
 	k.Load = nil
 	if wk := (SoldOutRedis{Answers: 100_000, KeysAdded: 100_050, BytesAdded: 27_000_000, KeysPer100k: 100_050, BytesPer100k: 27_000_000,
-		KeysPerAnswer: 1.0005, BytesPerAnswer: 270}); k != wk {
+		KeysPerAnswer: 1.0005, BytesPerAnswer: 270, OwnRecordsPerAnswer: 1}); k != wk {
 		t.Fatalf("sold-out Redis %+v, want %+v", k, wk)
 	}
 	met := map[string]bool{}
@@ -293,7 +294,8 @@ func TestWriteTableShowsEveryScenarioAndVerdict(t *testing.T) {
 		"closed loop 20,000 vs 30,000 answers/s, 0.67 of the floor",
 		"10% 1.00 vs 0.50 ms (2.0x), 30% 2.00 vs 0.80 ms (2.5x), 50% 4.00 vs 1.00 ms (4.0x), 70% 9.00 vs 2.00 ms (4.5x)",
 		"accepting path (max 10,000 accepted/s, sustained): p99 at shares of its max: 10% 5.00 ms, 30% 10.00 ms, 50% 25.00 ms, 70% 60.00 ms",
-		"Redis per 100,000 sold-out answers: +100,050 keys, +25.7 MB (per answer 1.0005 keys, 270 B); read over 100,000 answers, 0 sampled records without TTL"} {
+		"Redis per 100,000 sold-out answers: +100,050 keys, +25.7 MB (per answer 1.0005 keys, 270 B); read over 100,000 answers, " +
+			"0 sampled records without TTL; the answers' own records, sampled: 1.00 per answer\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
@@ -391,5 +393,34 @@ func TestSustainedCPUPerAcceptedSumsTheFiveProcesses(t *testing.T) {
 	}
 	if Build(parts(), Machine{}).Sustained.CPU != nil {
 		t.Error("cpu per accepted reported with no process measured")
+	}
+}
+
+// A reading that gained fewer keys than the answers' own records is
+// flagged: the shared cluster lost keys elsewhere meanwhile.
+func TestSoldOutRedisReadingDisturbed(t *testing.T) {
+	for _, tc := range []struct {
+		keys      int64
+		own       loadgen.RecordAudit
+		disturbed bool
+	}{
+		{100_050, loadgen.RecordAudit{Checked: 500}, false},
+		{96_000, loadgen.RecordAudit{Checked: 500}, false},
+		{55_919, loadgen.RecordAudit{Checked: 500}, true},
+		{300, loadgen.RecordAudit{Checked: 500, Missing: 500}, false}, // no record per answer: nothing to fall short of
+	} {
+		p := parts()
+		p.SoldOutKeys.Redis.KeysGrowth, p.SoldOutKeys.Redis.Idem = tc.keys, tc.own
+		r := Build(p, Machine{})
+		if got := r.SoldOutRedis.Disturbed(); got != tc.disturbed {
+			t.Errorf("%d keys, own records %+v: disturbed=%v, want %v", tc.keys, tc.own, got, tc.disturbed)
+		}
+		var b bytes.Buffer
+		if err := WriteTable(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), "keys elsewhere in the shared cluster"); got != tc.disturbed {
+			t.Errorf("%d keys: table flags the reading %v, want %v", tc.keys, got, tc.disturbed)
+		}
 	}
 }

@@ -194,7 +194,11 @@ func writeSoldOut(w io.Writer, r Results) {
 		if k.Other > 0 {
 			fmt.Fprintf(w, " and %s other answers", num(float64(k.Other)))
 		}
-		fmt.Fprintf(w, ", %d sampled records without TTL\n", k.RecordsNoTTL)
+		fmt.Fprintf(w, ", %d sampled records without TTL; the answers' own records, sampled: %.2f per answer\n",
+			k.RecordsNoTTL, k.OwnRecordsPerAnswer)
+		if k.Disturbed() {
+			fmt.Fprintln(w, "  (fewer keys than the answers' own records: keys elsewhere in the shared cluster were deleted or expired during the reading)")
+		}
 	}
 }
 
