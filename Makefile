@@ -18,8 +18,9 @@
 #                    HAProxy, a three-node RabbitMQ, Redis masters on three hosts; root) and
 #                    the scenario tests behind the `fleet` build tag; the fleet is brought
 #                    down afterwards, pass or fail
-#   make bench       surge vs the naive SQL path and the engines' ceilings (deploy/bench.sh):
-#                    one table, var/bench/results.json and plots; see BENCH.md
+#   make bench       surge vs the naive SQL path, the sold-out floor and the engines' ceilings
+#                    (deploy/bench.sh), closed and open loops: one table with the targets,
+#                    var/bench/results.json and plots, in about 3 minutes; see BENCH.md
 #   make bench-go    the packages' Go benchmarks (go test -bench)
 #   make smoke       the README's curl example against the pipeline `make up` started
 #   make users       per-service users on Redis, RabbitMQ and MariaDB (deploy/users.sh)

@@ -1,27 +1,40 @@
 #!/usr/bin/env bash
-# Benchmarks surge against the naive SQL path and the engines' raw ceilings, in one run
-# (make bench). It starts its own gateway and worker on their own port, queues and database,
-# so a pipeline started by `make up` is not disturbed, and stops them at the end.
+# Benchmarks surge against the naive SQL path, the sold-out floor and the engines' raw ceilings,
+# in one run (make bench). It starts its own gateway and worker on their own port, queues and
+# database, so a pipeline started by `make up` is not disturbed, and stops them at the end.
 #
 #   deploy/bench.sh            run everything, print the table, write var/bench/
 #   deploy/bench.sh --record   also copy results.json, table.txt and the plots to bench/
 #
-# Steps: raw ceilings (EVALSHA, confirmed publishes, batched inserts, and the load generator
-# against an empty HTTP handler), the naive SQL flash
-# sale, surge's flash sale (closed loop), the same sale in an open loop at half that rate,
-# then a sustained load where every order is accepted, and the same in an open loop at half its
-# accepted rate (the accepting path's latency with room to spare). CPU profiles of the gateway and the
-# worker are taken during the flash sale and the sustained load (var/bench/pprof/).
+# Steps, in order:
+#   1. raw ceilings: EVALSHA (plain and pipelined), confirmed publishes, batched inserts, and
+#      the load generator against an empty in-process HTTP handler;
+#   2. the naive SQL flash sale (loadgen naive-server: one MySQL transaction per order);
+#   3. surge's flash sale (closed loop), which leaves its SKU sold out and settled;
+#   4. Redis around sold-out answers on that SKU: DBSIZE and used_memory summed over the masters,
+#      read before and 2 s after, so keys and bytes per 100,000 sold-out answers;
+#   5. sold-out answers in a closed loop, surge then the floor (loadgen floor-server: the
+#      gateway's decoding and 409, no engine): each path's maximum;
+#   6. open loops at BENCH_OPEN_PERCENTS of surge's sold-out maximum, surge and the floor
+#      interleaved at the same rates (surge 10%, floor 10%, surge 30%, ...), each latency
+#      counted from when its request was due;
+#   7. the sustained load, every order accepted (closed loop): the accepting path's maximum;
+#   8. open loops at BENCH_OPEN_PERCENTS of its accepted rate, every order accepted.
+# CPU profiles of the gateway and the worker are taken during the flash sale and the sustained
+# load (var/bench/pprof/); none during the sold-out runs, which the floor is compared with.
 #
 # Environment (defaults): BENCH_DIR (var/bench), BENCH_PORT (18080; +1 and +2 serve the
 # gateway's and worker's profiles, +3 the worker's metrics, +4 the gateway's admin listener,
-# +10 the naive server), BENCH_CONCURRENCY (256),
-# BENCH_FLASH_REQUESTS (50000), BENCH_NAIVE_REQUESTS (20000), BENCH_FLASH_STOCK (100),
-# BENCH_HALF_SECONDS (8), BENCH_SUSTAINED_SECONDS (20), BENCH_RAW_SECONDS (3),
+# +10 the naive server, +11 the floor), BENCH_CONCURRENCY (256),
+# BENCH_FLASH_REQUESTS (50000), BENCH_NAIVE_REQUESTS (20000), BENCH_FLASH_STOCK (100; fewer
+# than the flash sale's requests, as the sold-out runs need its SKU sold out),
+# BENCH_KEYS_REQUESTS (100000: sold-out answers read around in Redis),
+# BENCH_SOLD_OUT_SECONDS (5: each sold-out closed loop), BENCH_OPEN_PERCENTS ("10 30 50 70"),
+# BENCH_OPEN_SECONDS (5: each open loop), BENCH_SUSTAINED_SECONDS (20), BENCH_RAW_SECONDS (3),
 # BENCH_IDEMPOTENCY_TTL (2m: a run leaves a few hundred thousand records; in a shared cluster they
 # slowed every SCAN (the reconciler's, the tests') until they expired),
 # BENCH_IP_RATE (-1: the gateway's per-IP rate limit off),
-# BENCH_MAX_PER_CUSTOMER (0: no purchase limit; N > 0 loads both flash sales' stock with that
+# BENCH_MAX_PER_CUSTOMER (0: no purchase limit; N > 0 loads the flash sale's stock with that
 # limit per customer: each buyer sends one order, so none is refused, and the run measures what
 # counting costs),
 # BENCH_KEEP=1 keeps the benchmark database and queues for inspection.
@@ -37,7 +50,10 @@ FLASH_N="${BENCH_FLASH_REQUESTS:-50000}"
 NAIVE_N="${BENCH_NAIVE_REQUESTS:-20000}"
 FLASH_STOCK="${BENCH_FLASH_STOCK:-100}"
 MAX_PER_CUSTOMER="${BENCH_MAX_PER_CUSTOMER:-0}"
-HALF_S="${BENCH_HALF_SECONDS:-8}"
+KEYS_N="${BENCH_KEYS_REQUESTS:-100000}"
+SOLD_OUT_S="${BENCH_SOLD_OUT_SECONDS:-5}"
+OPEN_PERCENTS="${BENCH_OPEN_PERCENTS:-10 30 50 70}"
+OPEN_S="${BENCH_OPEN_SECONDS:-5}"
 SUSTAINED_S="${BENCH_SUSTAINED_SECONDS:-20}"
 RAW_S="${BENCH_RAW_SECONDS:-3}"
 RECORD=0
@@ -62,6 +78,7 @@ export SURGE_LOG_LEVEL="${SURGE_LOG_LEVEL:-warn}"
 export SURGE_RATE_LIMIT_IP_RATE="${BENCH_IP_RATE:--1}"
 GATEWAY_URL="http://$SURGE_HTTP_ADDR"
 NAIVE_ADDR="127.0.0.1:$((PORT + 10))"
+FLOOR_ADDR="127.0.0.1:$((PORT + 11))"
 
 log() { printf '\nbench: %s\n' "$*" >&2; }
 die() { printf 'bench: error: %s\n' "$*" >&2; exit 1; }
@@ -92,6 +109,14 @@ stop_pid() {
 
 # json_number FILE KEY prints the first numeric value of "KEY" in FILE.
 json_number() { sed -n "s/.*\"$2\": \([0-9.]*\).*/\1/p" "$1" | head -n 1; }
+
+# share RATE PERCENT prints PERCENT% of RATE, a whole number of requests per second.
+share() { awk -v r="$1" -v p="$2" 'BEGIN { printf "%d", r * p / 100 }'; }
+
+((FLASH_N > FLASH_STOCK)) || die "BENCH_FLASH_REQUESTS ($FLASH_N) must exceed BENCH_FLASH_STOCK ($FLASH_STOCK): the sold-out runs use the flash sale's SKU, sold out"
+for pct in $OPEN_PERCENTS; do
+	[[ "$pct" =~ ^[1-9][0-9]?$|^100$ ]] || die "BENCH_OPEN_PERCENTS: $pct is not a whole percent from 1 to 100"
+done
 
 rm -rf "$DIR"
 mkdir -p "$DIR/log" "$DIR/pprof"
@@ -153,13 +178,38 @@ bin/loadgen run -label flash_sale -sku "flash-$RUN" -stock "$FLASH_STOCK" -max-p
 	-check -queue "$SURGE_AMQP_QUEUE" -pids "$PIDS_FLAG" -redis -json "$DIR/flash.json" \
 	-cpuprofile "$(profiles flash)" -cpuprofile-dir "$DIR/pprof"
 
-RPS="$(json_number "$DIR/flash.json" rps)"
-HALF="$(awk -v r="$RPS" 'BEGIN { printf "%d", r / 2 }')"
-[[ "$HALF" -gt 0 ]] || die "no flash sale rate to halve"
-log "surge flash sale in an open loop at half that rate: $HALF/s for ${HALF_S}s"
-bin/loadgen run -label flash_sale_half_rate -sku "half-$RUN" -stock "$FLASH_STOCK" -max-per-customer "$MAX_PER_CUSTOMER" -c "$C" \
-	-rate "$HALF" -d "${HALF_S}s" -check -queue "$SURGE_AMQP_QUEUE" -sample 250ms -pids "$PIDS_FLAG" -json "$DIR/flash-half.json" \
-	-cpuprofile "$(profiles half)" -cpuprofile-dir "$DIR/pprof"
+# From here on the flash sale's SKU is sold out: its units sold, their invoices written and
+# Redis settled (the flash sale's check). Every order for it is answered 409.
+SOLD_OUT_SKU="flash-$RUN"
+
+log "Redis around $KEYS_N sold-out answers, each from a new customer with a new key, read 2 s after"
+bin/loadgen run -label sold_out_redis -sku "$SOLD_OUT_SKU" -c "$C" -n "$KEYS_N" -redis -redis-settle 2s \
+	-pids "$PIDS_FLAG" -json "$DIR/sold-out-keys.json"
+
+log "the floor (the gateway's decoding and sold-out answer, no engine) on $FLOOR_ADDR"
+# The gateway's garbage-collector defaults (pkg/app/gc.go), so that the floor differs from the
+# gateway only in what it does per request.
+GOGC=400 GOMEMLIMIT=512MiB start floor bin/loadgen floor-server -addr "$FLOOR_ADDR"
+FLOOR_PID=$LAST_PID
+deploy/wait-ready.sh "http://$FLOOR_ADDR/healthz" 30 "$DIR/log/floor.log"
+
+log "sold out, closed loop: surge then the floor, ${SOLD_OUT_S}s each, $C concurrent"
+bin/loadgen run -label sold_out -sku "$SOLD_OUT_SKU" -c "$C" -d "${SOLD_OUT_S}s" -pids "$PIDS_FLAG" \
+	-json "$DIR/sold-out.json"
+bin/loadgen run -label floor -url "http://$FLOOR_ADDR" -sku "$SOLD_OUT_SKU" -c "$C" -d "${SOLD_OUT_S}s" \
+	-pids "floor=$FLOOR_PID" -json "$DIR/floor.json"
+
+SOLD_OUT_MAX="$(json_number "$DIR/sold-out.json" rps)"
+for pct in $OPEN_PERCENTS; do
+	rate="$(share "$SOLD_OUT_MAX" "$pct")"
+	[[ "$rate" -gt 0 ]] || die "no sold-out rate to take $pct% of"
+	log "sold out, open loop at $pct% of surge's max: $rate/s for ${OPEN_S}s, surge then the floor"
+	bin/loadgen run -label "sold_out_open_$pct" -sku "$SOLD_OUT_SKU" -c "$C" -rate "$rate" -d "${OPEN_S}s" \
+		-pids "$PIDS_FLAG" -json "$DIR/sold-out-open-$pct.json"
+	bin/loadgen run -label "floor_open_$pct" -url "http://$FLOOR_ADDR" -sku "$SOLD_OUT_SKU" -c "$C" -rate "$rate" \
+		-d "${OPEN_S}s" -pids "floor=$FLOOR_PID" -json "$DIR/floor-open-$pct.json"
+done
+stop_pid "$FLOOR_PID"
 
 # redis_stats FILE resets (no FILE) or writes (FILE) every cluster node's command counts, so the
 # sustained load's Redis calls per accepted order can be read off (commandstats-sustained.txt).
@@ -182,12 +232,16 @@ bin/loadgen run -label sustained -sku "sustained-$RUN" -stock 100000000 -c "$C" 
 	-json "$DIR/sustained.json" -cpuprofile "$(profiles sustained)" -cpuprofile-dir "$DIR/pprof"
 redis_stats "$DIR/commandstats-sustained.txt"
 
-ACCEPTED_RATE="$(awk -v a="$(json_number "$DIR/sustained.json" accepted)" -v s="$SUSTAINED_S" 'BEGIN { printf "%d", a / s / 2 }')"
-[[ "$ACCEPTED_RATE" -gt 0 ]] || die "no sustained accepted rate to halve"
-log "surge sustained load in an open loop at half that accepted rate: $ACCEPTED_RATE/s for ${HALF_S}s"
-bin/loadgen run -label sustained_half_rate -sku "sustained-half-$RUN" -stock 100000000 -c "$C" -rate "$ACCEPTED_RATE" \
-	-d "${HALF_S}s" -check -queue "$SURGE_AMQP_QUEUE" -sample 250ms -drain-timeout 60s -pids "$PIDS_FLAG" \
-	-json "$DIR/sustained-half.json"
+ACCEPTED_MAX="$(awk -v a="$(json_number "$DIR/sustained.json" accepted)" -v s="$(json_number "$DIR/sustained.json" seconds)" \
+	'BEGIN { if (s > 0) printf "%d", a / s; else print 0 }')"
+for pct in $OPEN_PERCENTS; do
+	rate="$(share "$ACCEPTED_MAX" "$pct")"
+	[[ "$rate" -gt 0 ]] || die "no sustained accepted rate to take $pct% of"
+	log "accepting, open loop at $pct% of its max ($ACCEPTED_MAX accepted/s): $rate/s for ${OPEN_S}s"
+	bin/loadgen run -label "accepting_open_$pct" -sku "accepting-$pct-$RUN" -stock 100000000 -c "$C" -rate "$rate" \
+		-d "${OPEN_S}s" -check -queue "$SURGE_AMQP_QUEUE" -drain-timeout 60s -pids "$PIDS_FLAG" \
+		-json "$DIR/accepting-open-$pct.json"
+done
 
 stop_pid "$GATEWAY_PID"
 stop_pid "$WORKER_PID"
@@ -215,9 +269,9 @@ log "report"
 bin/loadgen report -dir "$DIR"
 if ((RECORD)); then
 	mkdir -p bench
-	cp "$DIR/results.json" "$DIR/table.txt" "$DIR/latency.svg" "$DIR/sustained.svg" bench/
+	cp "$DIR/results.json" "$DIR/table.txt" "$DIR/latency.svg" "$DIR/openloop.svg" "$DIR/sustained.svg" bench/
 	cp "$DIR"/pprof/*.cpu.txt "$DIR"/pprof/*.goroutines.top.txt bench/ 2>/dev/null || true
 	log "recorded in bench/"
 fi
-printf '\nresults: %s/results.json, plots: %s/latency.svg %s/sustained.svg, profiles: %s/pprof/\n' \
-	"$DIR" "$DIR" "$DIR" "$DIR"
+printf '\nresults: %s/results.json, plots: %s/latency.svg %s/openloop.svg %s/sustained.svg, profiles: %s/pprof/\n' \
+	"$DIR" "$DIR" "$DIR" "$DIR" "$DIR"

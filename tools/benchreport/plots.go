@@ -20,17 +20,21 @@ func nines(p float64) float64 {
 	return math.Min(-math.Log10(1-p/100), maxNines)
 }
 
-// WriteLatencySVG plots latency by percentile for each scenario.
+// WriteLatencySVG plots latency by percentile for the closed loops and the
+// open loops at half of each path's maximum.
 func WriteLatencySVG(w io.Writer, p Parts) error {
 	type line struct {
 		name, color string
 		rep         *loadgen.RunReport
 	}
+	half := func(path string) *loadgen.RunReport { return p.Open[OpenKey{Path: path, Percent: halfPercent}] }
 	lines := []line{
 		{"naive SQL", "#d62728", p.Naive},
 		{"surge flash sale", "#1f77b4", p.Flash},
-		{"surge flash sale, half rate (open loop)", "#2ca02c", p.FlashHalf},
+		{"surge sold out, 50% of its max (open loop)", "#2ca02c", half(PathSoldOut)},
+		{"floor, same rate (open loop)", "#7f7f7f", half(PathFloor)},
 		{"surge sustained", "#9467bd", p.Sustained},
+		{"surge accepting, 50% of its max (open loop)", "#ff7f0e", half(PathAccepting)},
 	}
 	lo, hi := math.Inf(1), 0.0
 	var series []Series
@@ -95,4 +99,50 @@ func WriteSustainedSVG(w io.Writer, s *Sustained) error {
 		Series: []Series{depth},
 	}
 	return WriteSVG(w, 900, 320, rates, queue)
+}
+
+// WriteOpenLoopSVG plots p99 against the share of each path's maximum:
+// surge's sold-out answers, the floor at the same rates, and the
+// accepting path, with the targets at half the maximum.
+func WriteOpenLoopSVG(w io.Writer, r Results) error {
+	var soldOut, floor, accepting Series
+	soldOut = Series{Name: "surge sold out", Color: "#2ca02c"}
+	floor = Series{Name: "floor at the same rates", Color: "#7f7f7f"}
+	accepting = Series{Name: "surge accepting (share of its own max)", Color: "#ff7f0e"}
+	lo, hi := math.Inf(1), 0.0
+	point := func(s *Series, pct int, sc *Scenario) {
+		if sc == nil {
+			return
+		}
+		ms := math.Max(sc.P99Ms, 0.01)
+		lo, hi = math.Min(lo, ms), math.Max(hi, ms)
+		s.Points = append(s.Points, [2]float64{float64(pct), ms})
+	}
+	if r.SoldOut != nil {
+		for _, pt := range r.SoldOut.OpenLoop {
+			point(&soldOut, pt.Percent, pt.Surge)
+			point(&floor, pt.Percent, pt.Floor)
+		}
+	}
+	for _, pt := range r.AcceptingOpenLoop {
+		point(&accepting, pt.Percent, pt.Surge)
+	}
+	if len(soldOut.Points)+len(accepting.Points) == 0 {
+		return fmt.Errorf("open-loop plot: no open loop to plot")
+	}
+	lo = math.Pow(10, math.Floor(math.Log10(math.Min(lo, wantSoldOutHalfP99Ms))))
+	hi = math.Pow(10, math.Ceil(math.Log10(math.Max(hi, wantAcceptingHalfP99Ms))))
+	target := func(name, color string, ms float64) Series {
+		return Series{Name: name, Color: color, Points: [][2]float64{{40, ms}, {60, ms}}}
+	}
+	pct := func(v float64) string { return fmt.Sprintf("%g%%", v) }
+	c := Chart{
+		Title: "p99 by offered rate, latency from when each request was due (lower is better)",
+		X:     Axis{Label: "rate offered, share of the path's own maximum", Min: 0, Max: 100, Ticks: linearTicks(100, 10, pct)},
+		Y:     Axis{Label: "p99 (ms, log scale)", Min: lo, Max: hi, Log: true, Ticks: logTicks(lo, hi, func(v float64) string { return fmt.Sprintf("%g", v) })},
+		Series: []Series{soldOut, floor, accepting,
+			target("target, sold out at 50%: 5 ms", "#98df8a", wantSoldOutHalfP99Ms),
+			target("target, accepting at 50%: 20 ms", "#ffbb78", wantAcceptingHalfP99Ms)},
+	}
+	return WriteSVG(w, 900, 420, c)
 }

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"surge/tools/ceiling"
@@ -19,25 +21,84 @@ import (
 
 // The part files a run leaves in its directory.
 const (
-	FileNaive     = "naive.json"
-	FileFlash     = "flash.json"
-	FileFlashHalf = "flash-half.json"
-	FileSustained = "sustained.json"
-	// FileSustainedHalf is an open loop at half the sustained accepted
-	// rate, every order accepted: the accepting path's latency with room.
-	FileSustainedHalf = "sustained-half.json"
-	FileRawRedis      = "raw-redis.json"
-	FileRawRedisP     = "raw-redis-pipelined.json"
-	FileRawAMQP       = "raw-amqp.json"
-	FileRawMySQL      = "raw-mysql.json"
-	FileRawHTTP       = "raw-http.json"
-	FileVersions      = "versions.txt"
-	FileLoad          = "loadavg-before.txt"
+	FileNaive = "naive.json"
+	FileFlash = "flash.json"
+	// FileSoldOut is surge's closed loop on a SKU already sold out: its
+	// most sold-out answers per second. FileFloor is the floor's (package
+	// floor) under the same load, right after it.
+	FileSoldOut = "sold-out.json"
+	FileFloor   = "floor.json"
+	// FileSoldOutKeys is surge answering sold out while the cluster's keys
+	// and memory are read before and after: what a sold-out answer leaves
+	// in Redis.
+	FileSoldOutKeys = "sold-out-keys.json"
+	FileSustained   = "sustained.json"
+	FileRawRedis    = "raw-redis.json"
+	FileRawRedisP   = "raw-redis-pipelined.json"
+	FileRawAMQP     = "raw-amqp.json"
+	FileRawMySQL    = "raw-mysql.json"
+	FileRawHTTP     = "raw-http.json"
+	FileVersions    = "versions.txt"
+	FileLoad        = "loadavg-before.txt"
 )
+
+// The paths an open loop runs on, each at a share of a maximum measured
+// in the same run (OpenLoopFile).
+const (
+	// PathSoldOut is surge answering sold out, at a share of its own
+	// sold-out maximum (FileSoldOut).
+	PathSoldOut = "sold-out"
+	// PathFloor is the floor at the same rates as PathSoldOut.
+	PathFloor = "floor"
+	// PathAccepting is surge accepting every order, at a share of the
+	// sustained load's accepted rate (FileSustained).
+	PathAccepting = "accepting"
+)
+
+// halfPercent is the open-loop point the latency targets read.
+const halfPercent = 50
+
+// OpenLoopFile names the part of path's open loop at percent of its
+// maximum: "sold-out-open-50.json".
+func OpenLoopFile(path string, percent int) string {
+	return path + "-open-" + strconv.Itoa(percent) + ".json"
+}
+
+// parseOpenLoopFile reads OpenLoopFile's name back; ok is false for any
+// other file.
+func parseOpenLoopFile(name string) (key OpenKey, ok bool) {
+	stem, ok := strings.CutSuffix(name, ".json")
+	if !ok {
+		return OpenKey{}, false
+	}
+	path, pct, ok := strings.Cut(stem, "-open-")
+	if !ok {
+		return OpenKey{}, false
+	}
+	n, err := strconv.Atoi(pct)
+	if err != nil || n <= 0 || n > 100 || (path != PathSoldOut && path != PathFloor && path != PathAccepting) {
+		return OpenKey{}, false
+	}
+	return OpenKey{Path: path, Percent: n}, true
+}
+
+// OpenKey names one open loop: its path and its share of the path's
+// maximum, in percent.
+type OpenKey struct {
+	Path    string
+	Percent int
+}
 
 // Parts are the raw measurements of one run; a missing part is nil.
 type Parts struct {
-	Naive, Flash, FlashHalf, Sustained, SustainedHalf       *loadgen.RunReport
+	Naive, Flash, Sustained *loadgen.RunReport
+	// SoldOut and Floor are the closed loops answering sold out: surge on
+	// a SKU already sold out, and the floor.
+	SoldOut, Floor *loadgen.RunReport
+	// SoldOutKeys is surge answering sold out with Redis read around it.
+	SoldOutKeys *loadgen.RunReport
+	// Open are the open loops.
+	Open                                                    map[OpenKey]*loadgen.RunReport
 	RawRedis, RawRedisPipelined, RawAMQP, RawMySQL, RawHTTP *ceiling.Result
 	// Versions are lines naming the engines' versions.
 	Versions []string
@@ -47,25 +108,33 @@ type Parts struct {
 
 // ReadParts reads the parts found in dir.
 func ReadParts(dir string) (Parts, error) {
-	var p Parts
+	p := Parts{Open: map[OpenKey]*loadgen.RunReport{}}
 	for _, f := range []struct {
 		name string
 		dst  any
 	}{
-		{FileNaive, &p.Naive}, {FileFlash, &p.Flash}, {FileFlashHalf, &p.FlashHalf}, {FileSustained, &p.Sustained},
-		{FileSustainedHalf, &p.SustainedHalf},
+		{FileNaive, &p.Naive}, {FileFlash, &p.Flash}, {FileSustained, &p.Sustained},
+		{FileSoldOut, &p.SoldOut}, {FileFloor, &p.Floor}, {FileSoldOutKeys, &p.SoldOutKeys},
 		{FileRawRedis, &p.RawRedis}, {FileRawRedisP, &p.RawRedisPipelined}, {FileRawAMQP, &p.RawAMQP}, {FileRawMySQL, &p.RawMySQL}, {FileRawHTTP, &p.RawHTTP},
 	} {
-		raw, err := os.ReadFile(filepath.Join(dir, f.name))
-		if errors.Is(err, os.ErrNotExist) {
+		if err := readJSON(filepath.Join(dir, f.name), f.dst); err != nil {
+			return Parts{}, err
+		}
+	}
+	open, err := filepath.Glob(filepath.Join(dir, "*-open-*.json"))
+	if err != nil {
+		return Parts{}, fmt.Errorf("list the open loops: %w", err)
+	}
+	for _, path := range open {
+		key, ok := parseOpenLoopFile(filepath.Base(path))
+		if !ok {
 			continue
 		}
-		if err != nil {
-			return Parts{}, fmt.Errorf("read %s: %w", f.name, err)
+		var rep *loadgen.RunReport
+		if err := readJSON(path, &rep); err != nil {
+			return Parts{}, err
 		}
-		if err := json.Unmarshal(raw, f.dst); err != nil {
-			return Parts{}, fmt.Errorf("decode %s: %w", f.name, err)
-		}
+		p.Open[key] = rep
 	}
 	if raw, err := os.ReadFile(filepath.Join(dir, FileVersions)); err == nil {
 		p.Versions = nonEmptyLines(string(raw))
@@ -74,6 +143,22 @@ func ReadParts(dir string) (Parts, error) {
 		p.LoadBefore = loadAvg(string(raw))
 	}
 	return p, nil
+}
+
+// readJSON decodes the file at path into dst; a missing file leaves dst
+// as it is.
+func readJSON(path string, dst any) error {
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", filepath.Base(path), err)
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return fmt.Errorf("decode %s: %w", filepath.Base(path), err)
+	}
+	return nil
 }
 
 // Scenario is one load's headline numbers.
@@ -101,6 +186,8 @@ type Scenario struct {
 	WorkerCPUUS  float64 `json:"worker_cpu_us_per_request,omitempty"`
 	// LoadgenCPUUS is the generator's own CPU per request.
 	LoadgenCPUUS float64 `json:"loadgen_cpu_us_per_request,omitempty"`
+	// FloorCPUUS is the floor server's CPU per request.
+	FloorCPUUS float64 `json:"floor_cpu_us_per_request,omitempty"`
 	// RedisCPUUS (all cluster nodes together), RabbitCPUUS and MariaCPUUS
 	// are the engines' CPU per request, when their pids were given.
 	RedisCPUUS  float64 `json:"redis_cpu_us_per_request,omitempty"`
@@ -111,10 +198,22 @@ type Scenario struct {
 	// sent requests after they were due; the latencies include it.
 	SendLagP50Ms float64 `json:"send_lag_p50_ms,omitempty"`
 	SendLagP99Ms float64 `json:"send_lag_p99_ms,omitempty"`
-	CheckOK      bool    `json:"check_ok"`
+	// Check says what was checked: CheckBooks or CheckSoldOut; empty when
+	// nothing was.
+	Check   string `json:"check,omitempty"`
+	CheckOK bool   `json:"check_ok"`
 	// Problems are the correctness check's findings.
 	Problems []string `json:"problems,omitempty"`
 }
+
+// What a scenario's check verified.
+const (
+	// CheckBooks: accepted == min(stock, demand), every accepted order
+	// invoiced once, nothing oversold, Redis settled (loadgen.Verify).
+	CheckBooks = "books"
+	// CheckSoldOut: every answer was 409, on a SKU with nothing left.
+	CheckSoldOut = "all sold out"
+)
 
 // Sustained adds rates over time to a scenario.
 type Sustained struct {
@@ -179,6 +278,62 @@ type Memory struct {
 	RecordsTTLSec float64 `json:"records_ttl_s"`
 }
 
+// SoldOut compares surge's sold-out answers with the floor's, both driven
+// by the same generator in the same run.
+type SoldOut struct {
+	// Surge and Floor are the closed loops: each path's maximum.
+	Surge *Scenario `json:"surge,omitempty"`
+	Floor *Scenario `json:"floor,omitempty"`
+	// OpenLoop are surge and the floor, interleaved, at shares of surge's
+	// maximum.
+	OpenLoop []OpenPoint `json:"open_loop,omitempty"`
+}
+
+// OpenPoint is an open loop at a share of a path's maximum; its latencies
+// count from when each request was due.
+type OpenPoint struct {
+	Percent int       `json:"percent_of_max"`
+	Rate    float64   `json:"rate"`
+	Surge   *Scenario `json:"surge,omitempty"`
+	// Floor is the floor at the same rate (sold-out points only).
+	Floor *Scenario `json:"floor,omitempty"`
+	// P99VsFloor is surge's p99 over the floor's at this rate.
+	P99VsFloor float64 `json:"p99_vs_floor,omitempty"`
+}
+
+// SoldOutRedis is what sold-out answers left in Redis: the cluster's
+// DBSIZE and used_memory, each summed over the masters, read before the
+// answers and a moment after them (loadgen run -redis).
+type SoldOutRedis struct {
+	// Load is the run that answered.
+	Load *Scenario `json:"load"`
+	// Answers are the 409 answers counted; Other the answers that were
+	// not 409 (the reading then includes what they left).
+	Answers    int64 `json:"sold_out_answers"`
+	Other      int64 `json:"other_answers"`
+	KeysAdded  int64 `json:"keys_added"`
+	BytesAdded int64 `json:"bytes_added"`
+	// Per100k and PerAnswer scale the additions to 100,000 answers and
+	// to one.
+	KeysPer100k    float64 `json:"keys_per_100k_answers"`
+	BytesPer100k   float64 `json:"bytes_per_100k_answers"`
+	KeysPerAnswer  float64 `json:"keys_per_answer"`
+	BytesPerAnswer float64 `json:"bytes_per_answer"`
+	// RecordsNoTTL are the sampled records that would never expire.
+	RecordsNoTTL int64 `json:"records_without_ttl"`
+	// OwnRecordsPerAnswer are the answers' own records found in Redis
+	// after the reading, per answer, from a sample of the answers: an
+	// idempotency record and an order state each at most. It cross-checks
+	// KeysPerAnswer, which counts every key of a shared cluster: fewer
+	// keys than the answers' own records means keys elsewhere went away
+	// during the reading.
+	OwnRecordsPerAnswer float64 `json:"own_records_per_answer"`
+}
+
+// Disturbed tells whether the cluster gained fewer keys than the answers'
+// own records: other keys were deleted or expired during the reading.
+func (k SoldOutRedis) Disturbed() bool { return k.KeysPerAnswer < 0.95*k.OwnRecordsPerAnswer }
+
 // Target is one goal of the benchmark and whether this run met it.
 type Target struct {
 	Name string  `json:"name"`
@@ -190,22 +345,31 @@ type Target struct {
 
 // Results is results.json.
 type Results struct {
-	Machine           Machine    `json:"machine"`
-	FlashSale         *Scenario  `json:"flash_sale,omitempty"`
-	FlashSaleHalfRate *Scenario  `json:"flash_sale_half_rate,omitempty"`
-	NaiveSQL          *Scenario  `json:"naive_sql,omitempty"`
-	Sustained         *Sustained `json:"sustained,omitempty"`
-	// SustainedHalfRate is an open loop at half the sustained accepted rate.
-	SustainedHalfRate *Scenario `json:"sustained_half_rate,omitempty"`
-	Raw               Raw       `json:"raw"`
-	Memory            *Memory   `json:"memory,omitempty"`
-	Ratios            Ratios    `json:"ratios"`
-	Targets           []Target  `json:"targets"`
+	Machine   Machine   `json:"machine"`
+	FlashSale *Scenario `json:"flash_sale,omitempty"`
+	NaiveSQL  *Scenario `json:"naive_sql,omitempty"`
+	SoldOut   *SoldOut  `json:"sold_out,omitempty"`
+	// SoldOutRedis is what the sold-out answers left in Redis.
+	SoldOutRedis *SoldOutRedis `json:"sold_out_redis,omitempty"`
+	// Sustained is the accepting path's maximum: every order accepted.
+	Sustained *Sustained `json:"sustained,omitempty"`
+	// AcceptingOpenLoop are open loops at shares of the sustained accepted
+	// rate, every order accepted.
+	AcceptingOpenLoop []OpenPoint `json:"accepting_open_loop,omitempty"`
+	Raw               Raw         `json:"raw"`
+	Memory            *Memory     `json:"memory,omitempty"`
+	Ratios            Ratios      `json:"ratios"`
+	Targets           []Target    `json:"targets"`
 }
 
 // Ratios compare surge with its baselines, measured in the same run.
 type Ratios struct {
-	FlashVsNaiveRPS          float64 `json:"flash_vs_naive_rps"`
+	FlashVsNaiveRPS float64 `json:"flash_vs_naive_rps"`
+	// SoldOutVsFloorRPS is surge's sold-out answers per second over the
+	// floor's, closed loop; SoldOutP99VsFloor surge's p99 over the
+	// floor's at half surge's maximum.
+	SoldOutVsFloorRPS        float64 `json:"sold_out_vs_floor_rps"`
+	SoldOutP99VsFloor        float64 `json:"sold_out_p99_vs_floor_at_half"`
 	AcceptedVsPublishCeiling float64 `json:"sustained_accepted_vs_publish_ceiling"`
 	InvoicedVsInsertCeiling  float64 `json:"sustained_invoiced_vs_insert_ceiling"`
 }
@@ -217,9 +381,10 @@ func Build(p Parts, m Machine) Results {
 	r.Machine.LoadBefore = p.LoadBefore
 	r.NaiveSQL = scenario(p.Naive)
 	r.FlashSale = scenario(p.Flash)
-	r.FlashSaleHalfRate = scenario(p.FlashHalf)
+	r.SoldOut = soldOut(p)
+	r.SoldOutRedis = soldOutRedis(p.SoldOutKeys)
 	r.Sustained = sustained(p.Sustained)
-	r.SustainedHalfRate = scenario(p.SustainedHalf)
+	r.AcceptingOpenLoop = openLoop(p.Open, PathAccepting, "")
 	for _, c := range []struct {
 		res *ceiling.Result
 		dst *float64
@@ -235,6 +400,14 @@ func Build(p Parts, m Machine) Results {
 	r.Memory = memory(p.Flash)
 	if r.FlashSale != nil && r.NaiveSQL != nil {
 		r.Ratios.FlashVsNaiveRPS = ratio(r.FlashSale.RPS, r.NaiveSQL.RPS)
+	}
+	if so := r.SoldOut; so != nil {
+		if so.Surge != nil && so.Floor != nil {
+			r.Ratios.SoldOutVsFloorRPS = ratio(so.Surge.RPS, so.Floor.RPS)
+		}
+		if pt := at(so.OpenLoop, halfPercent); pt != nil {
+			r.Ratios.SoldOutP99VsFloor = pt.P99VsFloor
+		}
 	}
 	if r.Sustained != nil {
 		r.Ratios.AcceptedVsPublishCeiling = ratio(r.Sustained.AcceptedPerS, r.Raw.AMQPConfirmedPublishPerS)
@@ -257,6 +430,7 @@ func scenario(rep *loadgen.RunReport) *Scenario {
 		DrainS:       rep.DrainSeconds,
 		GatewayCPUUS: rep.Processes["gateway"].CPUPerRequestUS, WorkerCPUUS: rep.Processes["worker"].CPUPerRequestUS,
 		LoadgenCPUUS: rep.Processes["loadgen"].CPUPerRequestUS, MachineBusy: rep.MachineBusy,
+		FloorCPUUS:  rep.Processes["floor"].CPUPerRequestUS,
 		RedisCPUUS:  redisCPU(rep.Processes),
 		RabbitCPUUS: rep.Processes["rabbitmq"].CPUPerRequestUS, MariaCPUUS: rep.Processes["mariadb"].CPUPerRequestUS,
 	}
@@ -266,10 +440,88 @@ func scenario(rep *loadgen.RunReport) *Scenario {
 	s.Other = l.Counts.Done - s.Accepted - s.SoldOut
 	if c := rep.Check; c != nil {
 		s.Invoiced = c.Books.Invoices
+		s.Check = CheckBooks
 		s.CheckOK = c.OK
 		s.Problems = c.Problems
 	}
 	return s
+}
+
+// soldOutScenario is scenario for a load on a SKU with nothing left: its
+// check is that every answer was 409.
+func soldOutScenario(rep *loadgen.RunReport) *Scenario {
+	s := scenario(rep)
+	if s == nil {
+		return nil
+	}
+	s.Check = CheckSoldOut
+	s.CheckOK = s.Requests > 0 && s.SoldOut == s.Requests
+	if !s.CheckOK {
+		s.Problems = append(s.Problems, fmt.Sprintf("%d of %d answers were not 409 (status counts %v)",
+			s.Requests-s.SoldOut, s.Requests, rep.Load.Counts.Status))
+	}
+	return s
+}
+
+func soldOut(p Parts) *SoldOut {
+	so := &SoldOut{Surge: soldOutScenario(p.SoldOut), Floor: soldOutScenario(p.Floor), OpenLoop: openLoop(p.Open, PathSoldOut, PathFloor)}
+	if so.Surge == nil && so.Floor == nil && len(so.OpenLoop) == 0 {
+		return nil
+	}
+	return so
+}
+
+// openLoop gathers path's open loops by percent, each with beside's at the
+// same percent when beside is set; sold-out paths are checked as such.
+func openLoop(open map[OpenKey]*loadgen.RunReport, path, beside string) []OpenPoint {
+	build := scenario
+	if path == PathSoldOut {
+		build = soldOutScenario
+	}
+	var out []OpenPoint
+	for key, rep := range open {
+		if key.Path != path {
+			continue
+		}
+		pt := OpenPoint{Percent: key.Percent, Surge: build(rep)}
+		pt.Rate = pt.Surge.TargetRate
+		if beside != "" {
+			pt.Floor = soldOutScenario(open[OpenKey{Path: beside, Percent: key.Percent}])
+		}
+		if pt.Floor != nil {
+			pt.P99VsFloor = ratio(pt.Surge.P99Ms, pt.Floor.P99Ms)
+		}
+		out = append(out, pt)
+	}
+	slices.SortFunc(out, func(a, b OpenPoint) int { return a.Percent - b.Percent })
+	return out
+}
+
+// at returns the point at percent, nil when there is none.
+func at(points []OpenPoint, percent int) *OpenPoint {
+	for i := range points {
+		if points[i].Percent == percent {
+			return &points[i]
+		}
+	}
+	return nil
+}
+
+func soldOutRedis(rep *loadgen.RunReport) *SoldOutRedis {
+	if rep == nil || rep.Redis == nil {
+		return nil
+	}
+	rr := rep.Redis
+	answers := rep.Load.Counts.Of(http.StatusConflict)
+	r := &SoldOutRedis{Load: soldOutScenario(rep), Answers: answers, Other: rep.Load.Counts.Done - answers,
+		KeysAdded: rr.KeysGrowth, BytesAdded: rr.MemoryGrowth, RecordsNoTTL: rr.Records.NoTTL,
+		OwnRecordsPerAnswer: math.Round((rr.Idem.Present()+rr.States.Present())*1e4) / 1e4}
+	if answers > 0 {
+		per := func(v int64) float64 { return float64(v) / float64(answers) }
+		r.KeysPer100k, r.BytesPer100k = math.Round(per(rr.KeysGrowth)*100_000), math.Round(per(rr.MemoryGrowth)*100_000)
+		r.KeysPerAnswer, r.BytesPerAnswer = math.Round(per(rr.KeysGrowth)*1e4)/1e4, math.Round(per(rr.MemoryGrowth)*10)/10
+	}
+	return r
 }
 
 func sustained(rep *loadgen.RunReport) *Sustained {

@@ -22,52 +22,37 @@ func WriteTable(w io.Writer, r Results) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(tw, "scenario\t req/s\t p50 ms\t p90 ms\t p99 ms\t p99.9 ms\t accepted\t sold out\t other\t invoiced\t check\t")
-	row := func(name string, s *Scenario) {
-		if s == nil {
-			return
-		}
-		fmt.Fprintf(tw, "%s\t %s\t %.2f\t %.2f\t %.2f\t %.2f\t %s\t %s\t %s\t %s\t %s\t\n", name, num(s.RPS),
+	rows := r.rows()
+	for _, row := range rows {
+		s := row.s
+		fmt.Fprintf(tw, "%s\t %s\t %.2f\t %.2f\t %.2f\t %.2f\t %s\t %s\t %s\t %s\t %s\t\n", row.name, num(s.RPS),
 			s.P50Ms, s.P90Ms, s.P99Ms, s.P999Ms, num(float64(s.Accepted)), num(float64(s.SoldOut)),
-			num(float64(s.Other)), num(float64(s.Invoiced)), okOr(s.CheckOK, "FAILED"))
-	}
-	if s := r.NaiveSQL; s != nil {
-		row(fmt.Sprintf("naive SQL, 1 tx/order (c=%d)", s.Concurrency), s)
-	}
-	if s := r.FlashSale; s != nil {
-		row(fmt.Sprintf("surge flash sale (c=%d)", s.Concurrency), s)
-	}
-	if s := r.FlashSaleHalfRate; s != nil {
-		row(fmt.Sprintf("surge flash sale, open loop %s/s", num(s.TargetRate)), s)
-	}
-	if s := r.Sustained; s != nil {
-		row(fmt.Sprintf("surge sustained (c=%d, %.0fs)", s.Concurrency, s.Seconds), &s.Scenario)
-	}
-	if s := r.SustainedHalfRate; s != nil {
-		row(fmt.Sprintf("surge sustained, open loop %s/s", num(s.TargetRate)), s)
+			num(float64(s.Other)), num(float64(s.Invoiced)), checkVerdict(s))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
-	for _, c := range []struct {
-		name string
-		s    *Scenario
-	}{{"naive SQL", r.NaiveSQL}, {"flash sale", r.FlashSale}, {"flash sale, half rate", r.FlashSaleHalfRate}, {"sustained", sustainedScenario(r.Sustained)}, {"sustained, half rate", r.SustainedHalfRate}} {
-		if c.s == nil {
+	for _, row := range rows {
+		if row.cpu == "" {
 			continue
 		}
-		fmt.Fprintf(w, "CPU during %s: machine %.0f%% busy", c.name, c.s.MachineBusy*100)
-		if c.s.LoadgenCPUUS > 0 {
-			fmt.Fprintf(w, ", loadgen %.0f us/request", c.s.LoadgenCPUUS)
+		s := row.s
+		fmt.Fprintf(w, "CPU during %s: machine %.0f%% busy", row.cpu, s.MachineBusy*100)
+		if s.LoadgenCPUUS > 0 {
+			fmt.Fprintf(w, ", loadgen %.0f us/request", s.LoadgenCPUUS)
 		}
-		if c.s.GatewayCPUUS > 0 {
-			fmt.Fprintf(w, ", gateway %.0f us/request, worker %.0f us/request", c.s.GatewayCPUUS, c.s.WorkerCPUUS)
+		if s.FloorCPUUS > 0 {
+			fmt.Fprintf(w, ", floor %.0f us/request", s.FloorCPUUS)
 		}
-		if c.s.RedisCPUUS > 0 {
-			fmt.Fprintf(w, ", redis %.0f, rabbitmq %.0f, mariadb %.0f us/request", c.s.RedisCPUUS, c.s.RabbitCPUUS, c.s.MariaCPUUS)
+		if s.GatewayCPUUS > 0 {
+			fmt.Fprintf(w, ", gateway %.0f us/request, worker %.0f us/request", s.GatewayCPUUS, s.WorkerCPUUS)
 		}
-		if c.s.SendLagP99Ms > 0 {
-			fmt.Fprintf(w, "; requests sent late by the generator p50 %.2f ms, p99 %.2f ms", c.s.SendLagP50Ms, c.s.SendLagP99Ms)
+		if s.RedisCPUUS > 0 {
+			fmt.Fprintf(w, ", redis %.0f, rabbitmq %.0f, mariadb %.0f us/request", s.RedisCPUUS, s.RabbitCPUUS, s.MariaCPUUS)
+		}
+		if s.SendLagP99Ms > 0 {
+			fmt.Fprintf(w, "; requests sent late by the generator p50 %.2f ms, p99 %.2f ms", s.SendLagP50Ms, s.SendLagP99Ms)
 		}
 		fmt.Fprintln(w)
 	}
@@ -84,6 +69,7 @@ func WriteTable(w io.Writer, r Results) error {
 				c.Gateway, c.Worker, c.Redis, c.RabbitMQ, c.MariaDB, c.Pipeline, num(s.AcceptedPerS))
 		}
 	}
+	writeSoldOut(w, r)
 	fmt.Fprintf(w, "\nraw ceilings on this machine:\n  reserve.lua by EVALSHA on one SKU   %s/s (pipelined: %s/s)\n"+
 		"  confirmed persistent publishes      %s/s\n  batched invoice inserts             %s rows/s\n"+
 		"  HTTP to an empty handler            %s req/s\n",
@@ -104,6 +90,138 @@ func WriteTable(w io.Writer, r Results) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%s %s\t%s\n", t.Name, t.Want, strconv.FormatFloat(t.Got, 'f', -1, 64), t.Unit, okOr(t.Met, "MISSED"))
 	}
 	return tw.Flush()
+}
+
+// row is one line of the table; cpu, when set, names its CPU line.
+type row struct {
+	name, cpu string
+	s         *Scenario
+}
+
+// rows are the run's scenarios in the order they ran: the naive path and
+// the flash sale, the sold-out closed loops (surge, then the floor) and
+// open loops (surge and the floor at each rate), the sustained load and
+// its open loops, and the sold-out answers Redis was read around. Each
+// closed loop and each 50% point has its CPU line.
+func (r Results) rows() []row {
+	var out []row
+	add := func(s *Scenario, cpu, format string, args ...any) {
+		if s != nil {
+			out = append(out, row{name: fmt.Sprintf(format, args...), cpu: cpu, s: s})
+		}
+	}
+	if s := r.NaiveSQL; s != nil {
+		add(s, "naive SQL", "naive SQL, 1 tx/order (c=%d)", s.Concurrency)
+	}
+	if s := r.FlashSale; s != nil {
+		add(s, "flash sale", "surge flash sale (c=%d)", s.Concurrency)
+	}
+	if so := r.SoldOut; so != nil {
+		if s := so.Surge; s != nil {
+			add(s, "sold out, surge", "surge sold out (c=%d, %.0fs)", s.Concurrency, s.Seconds)
+		}
+		if s := so.Floor; s != nil {
+			add(s, "sold out, floor", "floor sold out (c=%d, %.0fs)", s.Concurrency, s.Seconds)
+		}
+		for _, pt := range so.OpenLoop {
+			surgeCPU, floorCPU := "", ""
+			if pt.Percent == halfPercent {
+				surgeCPU, floorCPU = "sold out at 50%, surge", "sold out at 50%, floor"
+			}
+			add(pt.Surge, surgeCPU, "surge sold out, %d%% = %s/s", pt.Percent, num(pt.Rate))
+			add(pt.Floor, floorCPU, "floor sold out, %d%% = %s/s", pt.Percent, num(pt.Rate))
+		}
+	}
+	if s := r.Sustained; s != nil {
+		add(&s.Scenario, "sustained", "surge sustained (c=%d, %.0fs)", s.Concurrency, s.Seconds)
+	}
+	for _, pt := range r.AcceptingOpenLoop {
+		cpu := ""
+		if pt.Percent == halfPercent {
+			cpu = "accepting at 50%"
+		}
+		add(pt.Surge, cpu, "surge accepting, %d%% = %s/s", pt.Percent, num(pt.Rate))
+	}
+	if k := r.SoldOutRedis; k != nil && k.Load != nil {
+		add(k.Load, "", "surge sold out, Redis read (c=%d)", k.Load.Concurrency)
+	}
+	return out
+}
+
+// scenarios are the run's scenarios, in the table's order.
+func (r Results) scenarios() []*Scenario {
+	var out []*Scenario
+	for _, row := range r.rows() {
+		out = append(out, row.s)
+	}
+	return out
+}
+
+// writeSoldOut prints the sold-out path against the floor, the accepting
+// path's latency by rate, and what sold-out answers left in Redis.
+func writeSoldOut(w io.Writer, r Results) {
+	if so := r.SoldOut; so != nil {
+		fmt.Fprintln(w)
+		if so.Surge != nil && so.Floor != nil {
+			fmt.Fprintf(w, "sold out vs the floor (same decode, same 409, no engine): closed loop %s vs %s answers/s, %.2f of the floor\n",
+				num(so.Surge.RPS), num(so.Floor.RPS), r.Ratios.SoldOutVsFloorRPS)
+		}
+		if len(so.OpenLoop) > 0 {
+			fmt.Fprint(w, "  p99 at shares of surge's max, surge vs the floor at the same rate:")
+			for i, pt := range so.OpenLoop {
+				fmt.Fprintf(w, "%s %d%% %.2f vs %s ms", sep(i), pt.Percent, pt.Surge.P99Ms, floorP99(pt))
+				if pt.Floor != nil {
+					fmt.Fprintf(w, " (%.1fx)", pt.P99VsFloor)
+				}
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	if len(r.AcceptingOpenLoop) > 0 {
+		fmt.Fprint(w, "accepting path")
+		if s := r.Sustained; s != nil {
+			fmt.Fprintf(w, " (max %s accepted/s, sustained)", num(s.AcceptedPerS))
+		}
+		fmt.Fprint(w, ": p99 at shares of its max:")
+		for i, pt := range r.AcceptingOpenLoop {
+			fmt.Fprintf(w, "%s %d%% %.2f ms", sep(i), pt.Percent, pt.Surge.P99Ms)
+		}
+		fmt.Fprintln(w)
+	}
+	if k := r.SoldOutRedis; k != nil {
+		fmt.Fprintf(w, "Redis per 100,000 sold-out answers: %s keys, %+.1f MB (per answer %.4f keys, %.0f B); "+
+			"read over %s answers", signed(k.KeysPer100k), k.BytesPer100k/(1<<20), k.KeysPerAnswer, k.BytesPerAnswer, num(float64(k.Answers)))
+		if k.Other > 0 {
+			fmt.Fprintf(w, " and %s other answers", num(float64(k.Other)))
+		}
+		fmt.Fprintf(w, ", %d sampled records without TTL; the answers' own records, sampled: %.2f per answer\n",
+			k.RecordsNoTTL, k.OwnRecordsPerAnswer)
+		if k.Disturbed() {
+			fmt.Fprintln(w, "  (fewer keys than the answers' own records: keys elsewhere in the shared cluster were deleted or expired during the reading)")
+		}
+	}
+}
+
+func sep(i int) string {
+	if i == 0 {
+		return ""
+	}
+	return ","
+}
+
+func floorP99(pt OpenPoint) string {
+	if pt.Floor == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", pt.Floor.P99Ms)
+}
+
+// checkVerdict is the table's check column: "-" when nothing was checked.
+func checkVerdict(s *Scenario) string {
+	if s.Check == "" {
+		return "-"
+	}
+	return okOr(s.CheckOK, "FAILED")
 }
 
 func okOr(ok bool, bad string) string {
@@ -129,6 +247,14 @@ func num(v float64) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// signed is num with a sign: "+1,200", "-3".
+func signed(v float64) string {
+	if v >= 0 {
+		return "+" + num(v)
+	}
+	return num(v)
 }
 
 func sign(v float64) float64 {

@@ -17,3 +17,19 @@ func TestStatesWrittenScalesTheSampledShare(t *testing.T) {
 		}
 	}
 }
+
+func TestPresentIsTheShareOfCheckedKeysThatExist(t *testing.T) {
+	for _, c := range []struct {
+		audit RecordAudit
+		want  float64
+	}{
+		{RecordAudit{Checked: 500}, 1},
+		{RecordAudit{Checked: 500, Missing: 450}, 0.1},
+		{RecordAudit{Checked: 500, Missing: 500}, 0},
+		{RecordAudit{}, 0}, // nothing checked, nothing known to be there
+	} {
+		if got := c.audit.Present(); got != c.want {
+			t.Errorf("%+v.Present() = %v, want %v", c.audit, got, c.want)
+		}
+	}
+}

@@ -86,6 +86,15 @@ type RecordAudit struct {
 	AvgBytes float64 `json:"avg_bytes"`
 }
 
+// Present returns the share of the checked keys that exist, 0 when none
+// were checked.
+func (a RecordAudit) Present() float64 {
+	if a.Checked == 0 {
+		return 0
+	}
+	return float64(a.Checked-a.Missing) / float64(a.Checked)
+}
+
 // AuditRecords checks that each key expires and measures its size.
 func AuditRecords(ctx context.Context, rdb redis.Cmdable, keys []string) (RecordAudit, error) {
 	var a RecordAudit

@@ -85,6 +85,10 @@ type RedisReport struct {
 	// Records audits a sample of the orders' idempotency records and
 	// order states: all must expire.
 	Records RecordAudit `json:"records"`
+	// Idem and States are the same sample's idempotency records and
+	// order states apart: what share of the orders left each.
+	Idem   RecordAudit `json:"idem_records"`
+	States RecordAudit `json:"order_states"`
 	// ExpectedKeys are the records the orders leave: an idempotency record
 	// per order, an order state per order that ran the reserve script (the
 	// gateway answers most of a sold-out sale without it: the share is
@@ -317,7 +321,7 @@ func (s Scenario) auditRedis(ctx context.Context, before RedisMemory, c Counts) 
 		return nil, err
 	}
 	rep := &RedisReport{
-		Before: before, After: after,
+		Before: before, After: after, Idem: idem, States: state,
 		Records: RecordAudit{
 			Checked:       idem.Checked + state.Checked,
 			Missing:       idem.Missing + state.Missing,

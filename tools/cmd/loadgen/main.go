@@ -1,9 +1,11 @@
 // Command loadgen measures surge: it drives HTTP load at the gateway and
-// checks the books afterwards, serves the naive SQL baseline, measures the
-// engines' raw ceilings, and turns a benchmark's parts into one report.
+// checks the books afterwards, serves the naive SQL baseline and the
+// sold-out floor, measures the engines' raw ceilings, and turns a
+// benchmark's parts into one report.
 //
 //	loadgen run -sku S [-stock N] (-n N | -d D) [-c C] [-rate R] [-check] ...
 //	loadgen naive-server [-addr A]        one MySQL transaction per order
+//	loadgen floor-server [-addr A]        the sold-out answer with no engine
 //	loadgen raw redis|amqp|mysql|http     the engines' (and HTTP's) raw ceilings
 //	loadgen report -dir var/bench         results.json, the table, the plots
 //	loadgen reset                         drop the benchmark's database and queues
@@ -28,6 +30,7 @@ const usage = `usage: loadgen COMMAND [FLAGS]   (loadgen COMMAND -h lists a comm
 
   run -sku S [-stock N] (-n N | -d D) [-c C] [-rate R] [-check]   load the gateway
   naive-server [-addr A]        the naive baseline: one MySQL transaction per order
+  floor-server [-addr A]        the sold-out floor: the gateway's decoding and 409, no engine
   raw redis|amqp|mysql|http     the engines' (and HTTP's) raw ceilings
   report -dir var/bench         results.json, the table and the plots
   reset                         drop the benchmark's database and queues
@@ -67,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(args) == 0 {
-		return fmt.Errorf("want a command: run, naive-server, raw, report or reset")
+		return fmt.Errorf("want a command: run, naive-server, floor-server, raw, report or reset")
 	}
 	switch args[0] {
 	case "help", "-h", "--help":
@@ -77,6 +80,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runLoad(ctx, cfg, args[1:], stdout, stderr)
 	case "naive-server":
 		return naiveServer(ctx, cfg, args[1:], stderr)
+	case "floor-server":
+		return floorServer(ctx, args[1:], stderr)
 	case "raw":
 		return raw(ctx, cfg, args[1:], stdout)
 	case "report":
@@ -84,5 +89,5 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "reset":
 		return reset(ctx, cfg, stdout)
 	}
-	return fmt.Errorf("unknown command %q (want run, naive-server, raw, report or reset)", args[0])
+	return fmt.Errorf("unknown command %q (want run, naive-server, floor-server, raw, report or reset)", args[0])
 }

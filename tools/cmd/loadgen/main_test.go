@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"surge/tools/benchreport"
 	"surge/tools/ceiling"
@@ -81,5 +84,40 @@ func TestVersion(t *testing.T) {
 	if err := run(context.Background(), []string{"--version"}, &out, &out); err != nil ||
 		!strings.HasPrefix(out.String(), "loadgen version ") {
 		t.Fatalf("--version: %v, %q", err, &out)
+	}
+}
+
+// floor-server answers orders sold out until its context ends, then
+// returns without an error.
+func TestFloorServerAnswersSoldOutUntilStopped(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"floor-server", "-addr", addr}, &bytes.Buffer{}, &bytes.Buffer{}) }()
+	body := `{"sku":"s","qty":1,"customer_id":"c"}`
+	var resp *http.Response
+	for range 100 {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/orders", strings.NewReader(body))
+		req.Header.Set("Idempotency-Key", "k1")
+		if resp, err = http.DefaultClient.Do(req); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("floor-server never answered: %v", err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict {
+		t.Errorf("floor-server answered %d, want 409", resp.StatusCode)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("floor-server stopped with %v", err)
 	}
 }

@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"time"
 
 	"surge/pkg/httpapi"
 	"surge/pkg/store"
@@ -29,23 +25,7 @@ func naiveServer(ctx context.Context, cfg loadgenConfig, args []string, stderr i
 		return err
 	}
 	defer db.Close()
-	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("service", "naive-sql")
+	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("service", "naive-sql", "conns", *conns)
 	srv := httpapi.NewHTTPServer(*addr, (&naivesql.Server{DB: db.DB().DB, Log: log}).Handler())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	log.Info("naive SQL server listening", "addr", *addr, "conns", *conns)
-	select {
-	case err = <-errc:
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err = srv.Shutdown(sctx)
-		cancel()
-	}
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	if err != nil {
-		return fmt.Errorf("naive server: %w", err)
-	}
-	return nil
+	return serve(ctx, srv, log, "naive SQL server")
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // report gathers a benchmark directory's parts into results.json, the
-// table (printed, and saved as table.txt) and the plots.
+// table (printed, and saved as table.txt) and the plots (latency.svg,
+// openloop.svg, sustained.svg).
 func report(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("loadgen report", flag.ContinueOnError)
 	dir := fs.String("dir", "var/bench", "directory holding the run's parts")
@@ -42,6 +43,13 @@ func report(args []string, stdout io.Writer) error {
 		return benchreport.WriteLatencySVG(w, parts)
 	}); err != nil {
 		return err
+	}
+	if res.SoldOut != nil && len(res.SoldOut.OpenLoop) > 0 || len(res.AcceptingOpenLoop) > 0 {
+		if err := writeFile(filepath.Join(*dir, "openloop.svg"), func(w io.Writer) error {
+			return benchreport.WriteOpenLoopSVG(w, res)
+		}); err != nil {
+			return err
+		}
 	}
 	if res.Sustained != nil {
 		return writeFile(filepath.Join(*dir, "sustained.svg"), func(w io.Writer) error {
