@@ -15,12 +15,20 @@ import (
 	"surge/pkg/order"
 )
 
-// soldOut is a gateway whose every SKU is sold out: it checks the key and
-// the order as gateway.Service.Accept does before any engine, then
-// refuses.
+// soldOut is a gateway whose every SKU is sold out: RefuseSoldOut answers
+// a valid order sold out, as gateway.Service does from a read of the SKU;
+// Accept checks the key and the order as the service does before any
+// engine, then refuses.
 type soldOut struct{}
 
 var _ httpapi.Acceptor = soldOut{}
+
+func (soldOut) RefuseSoldOut(_ context.Context, o order.Order, key string) error {
+	if order.ValidateIdempotencyKey(key) != nil || o.Validate() != nil {
+		return nil
+	}
+	return fmt.Errorf("no unit left as of a read made for this request: %w", order.ErrSoldOut)
+}
 
 func (soldOut) Accept(_ context.Context, o order.Order, key string) (gateway.Accepted, error) {
 	if err := order.ValidateIdempotencyKey(key); err != nil {
