@@ -61,6 +61,9 @@ type SoldOut struct {
 
 	once  sync.Once
 	reads *coalesce.Coalescer[*sightingAsk]
+	// asks keeps the asks of answered requests for the next ones: the
+	// bulk of a flash sale allocates no channel per request.
+	asks sync.Pool
 
 	mu    sync.RWMutex
 	short map[string]int // per SKU last seen short: the units it had left
@@ -70,8 +73,7 @@ type SoldOut struct {
 type sightingAsk struct {
 	qty int
 	ids []string
-	// done receives true when the read answers the request sold out;
-	// buffered, so the read never waits for a request that left.
+	// done receives true when the read answers the request sold out.
 	done chan bool
 }
 
@@ -83,20 +85,22 @@ var errSoldOutSighted = fmt.Errorf("no unit left as of a read made for this requ
 // wrapping order.ErrSoldOut), or returns nil: the order goes the full way.
 // It waits for the read only for an order whose SKU this gateway last saw
 // with fewer units than it asks for; o and key must be valid.
-func (s *SoldOut) Refuse(ctx context.Context, o order.Order, key string) error {
+func (s *SoldOut) Refuse(_ context.Context, o order.Order, key string) error {
 	if s == nil || s.Sighter == nil || !s.worthReading(o) {
 		return nil
 	}
 	s.once.Do(s.init)
 	w := order.KeyWindow(o.CustomerID, key, s.Now(), s.Window)
-	a := &sightingAsk{qty: o.Qty, ids: order.IDsFor(o.CustomerID, key, w-2, 4), done: make(chan bool, 1)}
+	a := s.asks.Get().(*sightingAsk)
+	a.qty, a.ids = o.Qty, order.IDsFor(o.CustomerID, key, w-2, 4)
 	s.reads.Add(o.SKU, a)
-	select {
-	case soldOut := <-a.done:
-		if soldOut {
-			return errSoldOutSighted
-		}
-	case <-ctx.Done():
+	// The read answers within Timeout whatever happens, so the wait
+	// needs no context of its own.
+	soldOut := <-a.done
+	a.ids = nil
+	s.asks.Put(a)
+	if soldOut {
+		return errSoldOutSighted
 	}
 	return nil
 }
@@ -159,6 +163,7 @@ func (s *SoldOut) init() {
 		s.Now = time.Now
 	}
 	s.reads = coalesce.New(s.MaxBatch, s.read)
+	s.asks.New = func() any { return &sightingAsk{done: make(chan bool, 1)} }
 }
 
 // read reads sku once for a batch of requests and answers each.

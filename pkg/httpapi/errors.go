@@ -71,14 +71,40 @@ func classify(err error) (status int, code, msg string) {
 	}
 	for _, c := range errorCodes {
 		if errors.Is(err, c.err) {
-			msg = err.Error()
+			// The public message, when the code has one: the cause is not
+			// spelt (the bulk of a flash sale is answered here).
 			if m, ok := publicMessages[c.code]; ok {
-				msg = m
+				return c.status, c.code, m
 			}
-			return c.status, c.code, msg
+			return c.status, c.code, err.Error()
 		}
 	}
 	return http.StatusServiceUnavailable, "unavailable", publicMessages["unavailable"]
+}
+
+// publicBodies are the answers carrying a public message and nothing else,
+// encoded once: the bulk of a flash sale is answered with one of them.
+var publicBodies = func() map[string][]byte {
+	m := make(map[string][]byte, len(publicMessages))
+	for code, msg := range publicMessages {
+		b, err := json.Marshal(errorBody{Error: errorDetail{Code: code, Message: msg}})
+		if err != nil {
+			panic(err)
+		}
+		m[code] = append(b, '\n') // as json.Encoder ends a value
+	}
+	return m
+}()
+
+// writeErrorBody writes body, from publicBodies when it is one of them.
+func writeErrorBody(w http.ResponseWriter, status int, body errorBody) {
+	if b, ok := publicBodies[body.Error.Code]; ok && body.OrderID == "" && body.Error.Message == publicMessages[body.Error.Code] {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(b)
+		return
+	}
+	writeJSON(w, status, body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -110,7 +136,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status,
 			"code", code, "order_id", body.OrderID, "request_id", reqid.From(r.Context()), "err", err)
 	}
-	writeJSON(w, status, body)
+	writeErrorBody(w, status, body)
 }
 
 // failureBody is the error shape plus, when part of an operation was done
