@@ -119,6 +119,10 @@ type fakeStock struct {
 	sightErr    error
 	sightDuring func()
 	sights      int
+	// notLoaded answers every reservation "not loaded"; undone lists the
+	// nonces Undo marked, in order.
+	notLoaded bool
+	undone    []string
 }
 
 func newFakeStock(avail int) *fakeStock {
@@ -139,6 +143,9 @@ func (s *fakeStock) run(o order.Order, newClaim bool) (order.Reservation, error)
 	s.seq++
 	s.reserves++
 	nonce := fmt.Sprint(s.seq)
+	if s.notLoaded {
+		return order.Reservation{Nonce: nonce}, order.ErrNotLoaded
+	}
 	if s.state[o.ID] == "U" {
 		if !newClaim {
 			return order.Reservation{Nonce: nonce}, order.ErrUndone
@@ -177,6 +184,7 @@ func (s *fakeStock) Undo(_ context.Context, _, id, nonce string) (int, error) {
 	if s.failUndo != nil {
 		return 0, s.failUndo
 	}
+	s.undone = append(s.undone, nonce)
 	st := s.state[id]
 	if st == "" || st == "S" || st == "U" {
 		if st != "S" {

@@ -281,7 +281,14 @@ func (s *Service) reserveFailed(ctx context.Context, o order.Order, c order.Clai
 		// because it was undone itself reserved nothing either.)
 		return fmt.Errorf("%w: %w", order.ErrUnavailable, err)
 	case errors.Is(err, order.ErrNotLoaded):
-		s.forget(ctx, o, c)
+		// This answer may have come from a resend of the call (go-redis
+		// resends a script whose reply was lost) while the first copy is
+		// still on its way: loaded by then, the stock would let that copy
+		// reserve an order answered not taken. The undo leaves the call's
+		// mark first, as after any failed reservation.
+		if uerr := s.takeBack(ctx, o, c, res.Nonce); uerr != nil {
+			return s.unknown(ctx, o, errors.Join(err, uerr))
+		}
 		exists, cerr := s.Catalog.Exists(ctx, o.SKU)
 		if cerr == nil && !exists {
 			return fmt.Errorf("sku %q: %w", o.SKU, order.ErrUnknownSKU)
@@ -317,6 +324,17 @@ func (s *Service) publishFailed(ctx context.Context, o order.Order, c order.Clai
 // promoted replica could bring the reservation back), the outcome is
 // unknown and the record stays, so a retry finds the order undone.
 func (s *Service) notTakenOrUnknown(ctx context.Context, o order.Order, c order.Claim, nonce string, cause error) error {
+	if err := s.takeBack(ctx, o, c, nonce); err != nil {
+		return s.unknown(ctx, o, errors.Join(cause, err))
+	}
+	return fmt.Errorf("order=%s not taken: %w: %w", o.ID, order.ErrUnavailable, cause)
+}
+
+// takeBack undoes the reservation of this request's call (nonce), leaving
+// its mark, and forgets the idempotency record the claim c made. It fails,
+// forgetting nothing, when the undo failed or is not known to be durable:
+// the order may then be taken.
+func (s *Service) takeBack(ctx context.Context, o order.Order, c order.Claim, nonce string) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.CleanupTimeout)
 	defer cancel()
 	uctx := s.begin(cctx, StepUndo, o)
@@ -324,10 +342,10 @@ func (s *Service) notTakenOrUnknown(ctx context.Context, o order.Order, c order.
 	s.end(uctx, StepUndo, o, Result{Err: err})
 	if err != nil {
 		s.Log.Warn("reservation kept: outcome unknown", "order_id", o.ID, "sku", o.SKU, "err", err)
-		return s.unknown(ctx, o, errors.Join(cause, err))
+		return err
 	}
 	s.forget(cctx, o, c)
-	return fmt.Errorf("order=%s not taken: %w: %w", o.ID, order.ErrUnavailable, cause)
+	return nil
 }
 
 func (s *Service) unknown(ctx context.Context, o order.Order, cause error) error {

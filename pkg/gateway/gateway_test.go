@@ -208,3 +208,37 @@ func TestUndoneLastUnitIsNoSoldOutSighting(t *testing.T) {
 		t.Fatalf("second, with the unit back: %v, want it accepted", err)
 	}
 }
+
+// noSKUs knows no SKU.
+type noSKUs struct{}
+
+func (noSKUs) Exists(context.Context, string) (bool, error) { return false, nil }
+
+// TestNotLoadedAnswerMarksItsCall: a reservation answered "stock not
+// loaded" may be a resend of a call whose first copy is still on its way;
+// loaded meanwhile, the stock would let that copy reserve. So the call is
+// undone (its nonce marked) before the order is answered not taken (503,
+// or 404 for a SKU the catalog does not hold), and when the undo fails
+// the outcome is unknown.
+func TestNotLoadedAnswerMarksItsCall(t *testing.T) {
+	st, claims := newFakeStock(0), newFakeClaims()
+	st.notLoaded = true
+	s := newService(st, claims, &fakeQueue{})
+	ctx := context.Background()
+	if _, err := s.Accept(ctx, buy("alice", 1), "k1"); !errors.Is(err, order.ErrUnavailable) {
+		t.Fatalf("stock not loaded: %v, want unavailable", err)
+	}
+	if len(st.undone) != 1 || st.undone[0] != "1" {
+		t.Fatalf("undone nonces %v, want the reserve call's (1) before the answer", st.undone)
+	}
+	if claims.has(order.IDFor("alice", "k1", 0)) {
+		t.Fatal("the record of an order answered not taken was kept")
+	}
+	s.Catalog = noSKUs{}
+	if _, err := s.Accept(ctx, buy("bob", 1), "k1"); !errors.Is(err, order.ErrUnknownSKU) || len(st.undone) != 2 {
+		t.Fatalf("unknown SKU: %v after undoing %v, want unknown_sku and the call undone", err, st.undone)
+	}
+	st.failUndo = errors.New("no replica acknowledged the undo")
+	_, err := s.Accept(ctx, buy("carol", 1), "k1")
+	wantUnknown(t, err, order.IDFor("carol", "k1", 0))
+}

@@ -113,3 +113,21 @@ func TestSightReportsReservedOrders(t *testing.T) {
 		t.Fatalf("sight of a SKU not loaded: %+v %v, want not loaded", sg, err)
 	}
 }
+
+// TestUndoBeforeTheLoadRefusesALateCopy: a reserve call answered "not
+// loaded" and undone (the gateway's answer, issue 29 item 6) leaves its
+// mark even though the SKU has no stock keys: a copy of that call arriving
+// after the stock was loaded reserves nothing.
+func TestUndoBeforeTheLoadRefusesALateCopy(t *testing.T) {
+	s := newScripts(t, -1)
+	if code := s.reserve("n1", true); code != -1 {
+		t.Fatalf("reserve before the load: code %d, want -1 (not loaded)", code)
+	}
+	if n := s.undo("n1"); n != 0 {
+		t.Fatalf("undo before the load: %d, want 0", n)
+	}
+	s.restock(5)
+	if code := s.reserve("n1", true); code != 5 || s.held() != "" {
+		t.Fatalf("late copy after the load: code %d, held %q, want 5 and nothing", code, s.held())
+	}
+}
