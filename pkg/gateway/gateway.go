@@ -278,7 +278,14 @@ func (s *Service) reserveFailed(ctx context.Context, o order.Order, c order.Clai
 	case errors.Is(err, order.ErrUndone):
 		// The request that made the order answered it not taken while
 		// this retry was on its way: so is this one. (A call refused
-		// because it was undone itself reserved nothing either.)
+		// because it was undone itself reserved nothing either.) But the
+		// undo this read may be on the master only (its request then
+		// answered outcome unknown): a failover could bring the
+		// reservation back. This call's own undo, waited for by a replica,
+		// makes it durable first; failing that, the outcome is unknown.
+		if uerr := s.takeBack(ctx, o, c, res.Nonce); uerr != nil {
+			return s.unknown(ctx, o, errors.Join(err, uerr))
+		}
 		return fmt.Errorf("%w: %w", order.ErrUnavailable, err)
 	case errors.Is(err, order.ErrNotLoaded):
 		// This answer may have come from a resend of the call (go-redis

@@ -242,3 +242,36 @@ func TestNotLoadedAnswerMarksItsCall(t *testing.T) {
 	_, err := s.Accept(ctx, buy("carol", 1), "k1")
 	wantUnknown(t, err, order.IDFor("carol", "k1", 0))
 }
+
+// TestRetryOfAnUndoneOrderWaitsForItsUndo: the first request's undo was
+// not acknowledged by a replica (answered outcome unknown); a retry reads
+// the order undone on the master. Before answering it not taken, the
+// retry makes the undo durable with one of its own (waited for by a
+// replica); when that fails too, the retry's outcome is unknown as well:
+// a failover could bring the reservation back and the reconciler would
+// publish it.
+func TestRetryOfAnUndoneOrderWaitsForItsUndo(t *testing.T) {
+	st, claims := newFakeStock(5), newFakeClaims()
+	q := &fakeQueue{errs: []error{errBrokerOut, errBrokerOut}}
+	s := newService(st, claims, q)
+	ctx := context.Background()
+	o := buy("alice", 1)
+	var retryErr error
+	st.afterUndo = func() { _, retryErr = s.Accept(ctx, o, "k1") }
+	if _, err := s.Accept(ctx, o, "k1"); !errors.Is(err, order.ErrUnavailable) {
+		t.Fatalf("first: %v, want unavailable", err)
+	}
+	if !errors.Is(retryErr, order.ErrUnavailable) || len(st.undone) != 2 {
+		t.Fatalf("retry of the undone order: %v after undoing %v, want unavailable after its own undo", retryErr, st.undone)
+	}
+
+	bob := buy("bob", 1)
+	st.afterUndo = func() {
+		st.failUndo = errors.New("no replica acknowledged the undo")
+		_, retryErr = s.Accept(ctx, bob, "k1")
+	}
+	if _, err := s.Accept(ctx, bob, "k1"); !errors.Is(err, order.ErrUnavailable) {
+		t.Fatalf("first: %v, want unavailable", err)
+	}
+	wantUnknown(t, retryErr, order.IDFor("bob", "k1", 0))
+}
