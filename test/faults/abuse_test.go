@@ -137,11 +137,14 @@ func (n *nemesis) restockDown(f *fault) error {
 			break
 		}
 	}
-	if r.Status == 0 {
+	switch r.Status {
+	case 0:
 		return fmt.Errorf("restock down: no answer: %s", r.Err)
+	case http.StatusOK, http.StatusConflict:
+		f.effect = r.String()
+		return nil
 	}
-	f.effect = r.String()
-	return nil
+	return fmt.Errorf("restock down: answered %s, neither taken (200) nor refused below what is sold and reserved (409)", r)
 }
 
 // replay is an operator replaying every dead letter through the admin API.

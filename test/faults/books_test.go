@@ -125,6 +125,9 @@ func (c *checker) judgeSoldOut(i int, o *op, a attempt) {
 		return
 	}
 	c.judged["7b"]++
+	if c.duringFault(a.Sent) {
+		c.judged["7b-fault"]++
+	}
 	for _, s := range in {
 		if s.Avail < o.qty {
 			return
@@ -196,6 +199,11 @@ func (c *checker) checkRun() {
 	for _, d := range c.h.deaths {
 		if !d.Asked && !d.AtStart {
 			c.add("F", "", -1, "%s died unasked at +%.1fs (%s)", d.Name, d.At.Seconds(), d.Exit)
+		}
+	}
+	for i, code := range c.ri.Reconciles {
+		if code != 0 {
+			c.add("F", "", -1, "reconciler once (run %d of %d) exited %d: it failed or stayed busy", i+1, len(c.ri.Reconciles), code)
 		}
 	}
 	if len(c.ri.Faults) == 0 {

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -80,6 +82,8 @@ func (a attempt) outcome() outcome {
 		return refused
 	case a.Status == http.StatusServiceUnavailable && a.Code == "unavailable":
 		return refused
+	case a.Status == 0 && strings.Contains(a.Err, syscall.ECONNREFUSED.Error()):
+		return refused // the connection was refused: nothing was sent
 	}
 	return unknown
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -30,6 +31,7 @@ func TestReplayHistory(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ri, h, e := baseRun()
 			tc.edit(ri, h, e)
+			resolveIDs(h, e) // as readEnd does before a run's history is kept
 			path := filepath.Join(t.TempDir(), "history.jsonl")
 			if err := saveRun(path, ri, h, e); err != nil {
 				t.Fatal(err)
@@ -265,6 +267,29 @@ func replayCases() []replayCase {
 			o.attempts = append(o.attempts, len(h.attempts)-1)
 			o.nameID("ol")
 			e.orders["ol"] = &orderEnd{row: true, sku: "s", customer: "late", status: "invoiced", qty: 1, invoices: 1, invQty: 1}
+		}},
+		{name: "503 unavailable naming no order, yet its customer's order invoiced", want: []string{"4"}, edit: func(_ *runInfo, h *history, e *endState) {
+			addOp(h, "buyer", "quiet", "s", 1, attempt{Sent: sec(3), Done: sec(3.1), Status: 503, Code: "unavailable"})
+			e.orders["oq"] = &orderEnd{row: true, sku: "s", customer: "quiet", status: "invoiced", qty: 1, invoices: 1, invQty: 1}
+			e.byCustomer["quiet"] = []string{"oq"}
+			restockTo13(h, e)
+		}},
+		{name: "two orders for one purchase", want: []string{"2", "1", "7"}, edit: func(_ *runInfo, _ *history, e *endState) {
+			e.orders["o0b"] = &orderEnd{row: true, sku: "s", customer: "co0", status: "invoiced", qty: 2, invoices: 1, invQty: 2}
+			e.byCustomer["co0"] = append(e.byCustomer["co0"], "o0b")
+			e.skus["s"].invQty = 14
+		}},
+		{name: "customers one unit past the purchase limit", want: []string{"L"}, edit: func(ri *runInfo, _ *history, _ *endState) {
+			ri.Limits = map[string]int{"s": 1} // each buyer holds 2
+		}},
+		{name: "a refused connection sent nothing, so excuses no orphan", want: []string{"4", "1", "7"}, edit: func(_ *runInfo, h *history, e *endState) {
+			addOp(h, "hammer", "hammer", "s", 1, attempt{Sent: sec(2.5), Done: sec(2.5),
+				Err: "dial tcp 127.0.0.1:18280: connect: " + syscall.ECONNREFUSED.Error()})
+			e.orders["oh"] = &orderEnd{row: true, sku: "s", customer: "hammer", status: "invoiced", qty: 1, invoices: 1, invQty: 1}
+			e.skus["s"].invQty++
+		}},
+		{name: "reconciler once failed", want: []string{"F"}, edit: func(ri *runInfo, _ *history, _ *endState) {
+			ri.Reconciles = []int{0, 2, 0}
 		}},
 		{name: "a stock the test never set", want: []string{"1", "6", "7"}, edit: func(_ *runInfo, _ *history, e *endState) {
 			e.skus["s"].mysqlStock = 11

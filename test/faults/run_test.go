@@ -55,7 +55,7 @@ func runOnce(t *testing.T, eng *engines, run int, seed int64, st settings) {
 	if err != nil {
 		t.Fatalf("read the end state: %v", err)
 	}
-	ri.Faults = nem.records()
+	ri.Faults, ri.Reconciles = nem.records(), reconciles
 	c := runChecks(h, e, ri)
 	summarize(t, h, e, skus, nem.list(), reconciles, time.Since(began))
 	t.Logf("samples judged per check: %s", c.judgedLine())
