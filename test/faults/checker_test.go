@@ -5,6 +5,7 @@ package faults
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -18,8 +19,11 @@ import (
 //	2 at most one invoice per order id, matching its orders row and the order's body, for orders
 //	  the clients placed; one Idempotency-Key names one order
 //	3 every order answered 202 ends invoiced; the one exception is the compensation (rejected,
-//	  reason sold_out_after_acceptance) in a run whose faults could lose Redis writes (a Redis
-//	  master killed, paused or cut off), counted apart
+//	  reason sold_out_after_acceptance, or purchase_limit_after_acceptance on a SKU with a limit)
+//	  of an order answered 202 after a fault that could lose Redis writes (a master killed or
+//	  paused past the node timeout) struck its SKU's master, counted apart, and no more units of
+//	  a SKU than that fault could have lost (those answered in the 2 s before it, or after a
+//	  paused master resumed)
 //	4 an order answered "not taken" (any 4xx: 400, 404, 409, 413, 422, 429; 503 unavailable) is never
 //	  invoiced, never parked in the dead letters, and holds no reservation at the end
 //	5 same-key retries agree: an unknown outcome (503 outcome_unknown, a transport error) ends
@@ -95,6 +99,7 @@ func runChecks(h *history, e *endState, ri *runInfo) *checker {
 	for i, o := range h.ops {
 		c.checkOrder(i, o)
 	}
+	c.checkCompensations()
 	c.checkUnclaimed()
 	c.checkLimits()
 	c.checkSoldOutAnswers()
@@ -319,18 +324,89 @@ func (c *checker) refusedAnswers(ops []int) string {
 }
 
 // checkAccepted judges a 202 that was not invoiced: only the
-// compensation, in a run whose faults could lose Redis writes, is
-// excused.
+// compensation of an order whose SKU's master a fault that can lose Redis
+// writes struck before the order's 202 is excused (checkCompensations
+// caps those per SKU by what the faults could have lost).
 func (c *checker) checkAccepted(i int, o *op, end *orderEnd) {
 	if end.status == "rejected" && (end.reason == compensation || end.reason == limitGuarded && c.ri.Limits[o.sku] > 0) {
-		if c.lossyRun() {
-			c.excuse = append(c.excuse, violation{check: "3", sku: o.sku, op: i, msg: "rejected: " + end.reason})
+		if f := c.lossBefore(o); f != nil {
+			c.excuse = append(c.excuse, violation{check: "3", sku: o.sku, op: i,
+				msg: fmt.Sprintf("rejected: %s, after %s struck its master at +%.1fs", end.reason, f.Kind, f.Start.Seconds())})
 			return
 		}
-		c.add("3", o.sku, i, "answered 202, then compensated (%s) in a run with no fault that could lose Redis writes", end.reason)
+		c.add("3", o.sku, i, "answered 202, then compensated (%s), with no fault that could lose its SKU's Redis writes "+
+			"struck before", end.reason)
 		return
 	}
 	c.add("3", o.sku, i, "answered 202 but not invoiced (status %q reason %q, dead letter %q)", end.status, end.reason, end.dead)
+}
+
+// lossBefore is the first fault that could lose Redis writes of o's SKU
+// (its master struck) and struck before o's 202 was answered: a
+// compensation of o is explained by it. Nil when none.
+func (c *checker) lossBefore(o *op) *faultRecord {
+	var answered time.Duration
+	for _, ai := range o.attempts {
+		if a := c.h.attempts[ai]; a.Status == http.StatusAccepted {
+			answered = a.Done
+			break
+		}
+	}
+	for k := range c.ri.Faults {
+		f := &c.ri.Faults[k]
+		if f.Kind.losesRedisWrites() && slices.Contains(f.SKUs, o.sku) && f.Start <= answered {
+			return f
+		}
+	}
+	return nil
+}
+
+// lossWindow is how long before a master was struck its writes may not
+// have reached its replica (and, for a paused master, how long after it
+// resumed it may have acknowledged writes it then lost): replication lags
+// by less, and everything older was replicated.
+const lossWindow = 2 * time.Second
+
+// lostWindows are the spans in which the answers to orders of a struck
+// master's SKUs may rest on writes the failover lost: before the strike,
+// and, for a pause, after the resume (the node answers what it queued,
+// then learns it was replaced).
+func lostWindows(f faultRecord) [][2]time.Duration {
+	w := [][2]time.Duration{{f.Start - lossWindow, f.Start}}
+	if f.Kind == pauseRedis {
+		w = append(w, [2]time.Duration{f.End, f.End + lossWindow})
+	}
+	return w
+}
+
+// checkCompensations caps the excused compensations of each SKU by what
+// the faults that struck its master could have lost: the units of its
+// orders answered 202 or left unknown in the faults' lostWindows.
+// Excused units beyond that are check 3's.
+func (c *checker) checkCompensations() {
+	excused := map[string]int{}
+	for _, v := range c.excuse {
+		excused[v.sku] += c.h.ops[v.op].qty
+	}
+	for _, sku := range sortedKeys(excused) {
+		lost := 0
+		for _, f := range c.ri.Faults {
+			if !f.Kind.losesRedisWrites() || !slices.Contains(f.SKUs, sku) {
+				continue
+			}
+			for _, w := range lostWindows(f) {
+				for _, a := range c.h.attempts {
+					if o := c.h.ops[a.Op]; o.sku == sku && a.outcome() != refused && a.Done >= w[0] && a.Done <= w[1] {
+						lost += o.qty
+					}
+				}
+			}
+		}
+		if excused[sku] > lost {
+			c.add("3", sku, -1, "%d units compensated, more than the %d the faults that struck its master could have lost "+
+				"(units answered 202 or unknown within %s of them)", excused[sku], lost, lossWindow)
+		}
+	}
 }
 
 // checkLimits is check L: per SKU with a purchase limit, every customer
@@ -354,17 +430,6 @@ func (c *checker) checkLimits() {
 			c.add("L", sku, -1, "customer %s has %d units invoiced, past the purchase limit %d", customer, units[k], limit)
 		}
 	}
-}
-
-// lossyRun tells whether a fault of the run could have lost a Redis
-// master's last writes (a failover).
-func (c *checker) lossyRun() bool {
-	for _, f := range c.ri.Faults {
-		if f.Kind.losesRedisWrites() {
-			return true
-		}
-	}
-	return false
 }
 
 // checkPolls is check 8.

@@ -77,6 +77,7 @@ type fault struct {
 
 	n     int           // the draw's target number, for choices made at injection
 	sku   string        // the SKU a fault on one SKU strikes
+	skus  []string      // a Redis master's fault: the SKUs that master served
 	delay time.Duration // the latency added
 }
 
@@ -87,7 +88,7 @@ func (k faultKind) losesRedisWrites() bool {
 }
 
 func (f *fault) record() faultRecord {
-	return faultRecord{Kind: f.kind, Target: f.target, Start: f.start, End: f.end, Err: f.err, Effect: f.effect}
+	return faultRecord{Kind: f.kind, Target: f.target, Start: f.start, End: f.end, Err: f.err, Effect: f.effect, SKUs: f.skus}
 }
 
 func (f *fault) String() string {
@@ -284,6 +285,11 @@ func (n *nemesis) redisFault(ctx context.Context, f *fault, sku string) error {
 		return err
 	}
 	f.target = fmt.Sprintf("127.0.0.1:%d (master of %s)", port, sku)
+	for _, other := range n.skus {
+		if p, err := c.masterOf(ctx, other); err == nil && p == port {
+			f.skus = append(f.skus, other)
+		}
+	}
 	sig := syscall.SIGKILL
 	if f.kind == pauseRedis {
 		sig = syscall.SIGSTOP

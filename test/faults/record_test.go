@@ -37,6 +37,8 @@ type faultRecord struct {
 	End    time.Duration `json:"end"`
 	Err    string        `json:"err,omitempty"`
 	Effect string        `json:"effect"` // what showed it took effect; "" when nothing did
+	// SKUs are, for a fault on a Redis master, the SKUs it served.
+	SKUs []string `json:"skus,omitempty"`
 }
 
 // line is one JSON line of a saved history; T says which field is set.

@@ -130,8 +130,21 @@ func replayCases() []replayCase {
 	return []replayCase{
 		{name: "the promise kept", edit: func(*runInfo, *history, *endState) {}},
 		{name: "a compensation in a run that killed a Redis master", excused: 1, edit: func(ri *runInfo, h *history, e *endState) {
-			ri.Faults = append(ri.Faults, faultRecord{Kind: killRedis, Start: sec(7), End: sec(9), Effect: "node gone"})
+			ri.Faults = append(ri.Faults, killedMaster(3, "s"))
 			compensate(h, e)
+		}},
+		{name: "a compensation on a SKU whose master no fault struck", want: []string{"3"}, edit: func(ri *runInfo, h *history, e *endState) {
+			ri.Faults = append(ri.Faults, killedMaster(3, "other"))
+			compensate(h, e)
+		}},
+		{name: "a compensation answered before the fault struck", want: []string{"3"}, edit: func(ri *runInfo, h *history, e *endState) {
+			ri.Faults = append(ri.Faults, killedMaster(7, "s"))
+			compensate(h, e)
+		}},
+		{name: "more compensated than the fault could have lost", want: []string{"3"}, excused: 1, edit: func(ri *runInfo, h *history, e *endState) {
+			ri.Faults = append(ri.Faults, killedMaster(9, "s")) // no 202 in the 2 s before it
+			compensate(h, e)
+			h.attempts[opNamed(h, "co6").attempts[0]].Sent, h.attempts[opNamed(h, "co6").attempts[0]].Done = sec(9.7), sec(9.8)
 		}},
 		{name: "a purchase limit kept", edit: func(ri *runInfo, _ *history, _ *endState) {
 			ri.Limits, ri.Min["L"] = map[string]int{"s": 2}, 6
@@ -142,12 +155,12 @@ func replayCases() []replayCase {
 		}},
 		{name: "a 202 rejected for the limit in a run that killed a Redis master", excused: 1, edit: func(ri *runInfo, h *history, e *endState) {
 			ri.Limits = map[string]int{"s": 2}
-			ri.Faults = append(ri.Faults, faultRecord{Kind: killRedis, Start: sec(7), End: sec(9), Effect: "node gone"})
+			ri.Faults = append(ri.Faults, killedMaster(3, "s"))
 			compensate(h, e)
 			e.orders["o6"].reason = limitGuarded
 		}},
 		{name: "a 202 rejected for the limit on a SKU without one", want: []string{"3"}, edit: func(ri *runInfo, h *history, e *endState) {
-			ri.Faults = append(ri.Faults, faultRecord{Kind: killRedis, Start: sec(7), End: sec(9), Effect: "node gone"})
+			ri.Faults = append(ri.Faults, killedMaster(3, "s"))
 			compensate(h, e)
 			e.orders["o6"].reason = limitGuarded
 		}},
@@ -339,6 +352,12 @@ func replayCases() []replayCase {
 			ri.Min = nil
 		}},
 	}
+}
+
+// killedMaster is a SIGKILL of the master serving skus, struck at second
+// at and healed two seconds later.
+func killedMaster(at float64, skus ...string) faultRecord {
+	return faultRecord{Kind: killRedis, Start: sec(at), End: sec(at + 2), Effect: "node gone", SKUs: skus}
 }
 
 // restockTo13 adds a restock of s to 13 units after the sale and sells
