@@ -10,7 +10,8 @@
 #   make test-faults the randomized fault test (build tag `faults`): private engines, the real
 #                    binaries, a sale under random faults, its history checked against the
 #                    promise to buyers; SURGE_FAULTS_SEED replays a run, SURGE_FAULTS_RUNS=n;
-#                    shortened grace (20 s), retry tiers and lock TTL, a 60 s sale (CI runs it)
+#                    shortened grace (20 s), retry tiers and lock TTL, a sale of 60 s and on until
+#                    every kind of the deck was dealt once (CI runs it)
 #   make test-faults-long  the same with production settings (SURGE_FAULTS_PROFILE=production:
 #                    grace 5 min, retry tiers 1 s/10 s/60 s, lock TTL 10 s) for a 30 minute
 #                    sale; not run by CI (about 40 minutes)
@@ -168,8 +169,9 @@ chaos:
 		$(GO) test -tags chaos -count=1 $(CHAOS_FLAGS) -timeout $(CHAOS_TIMEOUT) $(CHAOS_PKGS); fi
 
 # test-faults starts its own Redis Cluster (ports from 7200), MariaDB and RabbitMQ node, so it
-# needs the packages, not the shared engines; each run lasts SURGE_FAULTS_DURATION (60s) of sale
-# plus about a minute of drain, grace and checks. Blackholes need root, iptables and setpriv.
+# needs the packages, not the shared engines; each run lasts SURGE_FAULTS_DURATION (60s) of sale,
+# longer until every kind of its deck was dealt once (about 2.5 minutes with all 21), plus about
+# a minute of drain, grace and checks. Blackholes need root, iptables and setpriv.
 FAULTS_TIMEOUT ?= 20m
 test-faults:
 	$(GO) test -tags faults -count=1 -v -timeout $(FAULTS_TIMEOUT) ./test/faults/

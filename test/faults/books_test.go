@@ -201,6 +201,11 @@ func (c *checker) checkRun() {
 			c.add("F", "", -1, "%s died unasked at +%.1fs (%s)", d.Name, d.At.Seconds(), d.Exit)
 		}
 	}
+	for _, k := range c.ri.Deck {
+		if !slices.ContainsFunc(c.ri.Faults, func(f faultRecord) bool { return f.Kind == k }) {
+			c.add("F", "", -1, "the deck's %s was never dealt", k)
+		}
+	}
 	for i, code := range c.ri.Reconciles {
 		if code != 0 {
 			c.add("F", "", -1, "reconciler once (run %d of %d) exited %d: it failed or stayed busy", i+1, len(c.ri.Reconciles), code)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -351,6 +352,18 @@ func (n *nemesis) proc(name string) *proc {
 		}
 	}
 	panic("no process " + name)
+}
+
+// dealtAll tells whether every kind of the deck was dealt at least once.
+func (n *nemesis) dealtAll() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, k := range n.kinds {
+		if !slices.ContainsFunc(n.faults, func(f *fault) bool { return f.kind == k }) {
+			return false
+		}
+	}
+	return true
 }
 
 func (n *nemesis) list() []*fault {

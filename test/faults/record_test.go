@@ -25,6 +25,8 @@ type runInfo struct {
 	Mopped map[string]bool `json:"mopped"`
 	Faults []faultRecord   `json:"faults"`
 	Min    map[string]int  `json:"min,omitempty"` // a check's minimum samples; checkMinimums when absent
+	// Deck are the fault kinds the run was to deal, each at least once.
+	Deck []faultKind `json:"deck,omitempty"`
 	// Reconciles are the exit codes of the run's `reconciler once`.
 	Reconciles []int `json:"reconciles,omitempty"`
 }

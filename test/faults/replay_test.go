@@ -301,6 +301,9 @@ func replayCases() []replayCase {
 			e.orders["oh"] = &orderEnd{row: true, sku: "s", customer: "hammer", status: "invoiced", qty: 1, invoices: 1, invQty: 1}
 			e.skus["s"].invQty++
 		}},
+		{name: "a kind of the deck never dealt", want: []string{"F"}, edit: func(ri *runInfo, _ *history, _ *endState) {
+			ri.Deck = []faultKind{memAlarm, killRedis}
+		}},
 		{name: "reconciler once failed", want: []string{"F"}, edit: func(ri *runInfo, _ *history, _ *endState) {
 			ri.Reconciles = []int{0, 2, 0}
 		}},

@@ -17,6 +17,16 @@ import (
 
 const nSKUs = 4
 
+// endSale returns once the sale has lasted dur and the nemesis has dealt
+// every kind of its deck at least once (a 60 s sale meets about half of
+// 21 kinds), or four times dur has passed, or ctx ends.
+func endSale(ctx context.Context, h *history, nem *nemesis, dur time.Duration) {
+	sleep(ctx, dur)
+	for ctx.Err() == nil && !nem.dealtAll() && h.since() < 4*dur {
+		sleep(ctx, 250*time.Millisecond)
+	}
+}
+
 // runOnce is one sale under faults with the given seed, then the drain,
 // the reconcile, the mop-up and the checks. A failing run keeps its whole
 // history as JSON lines in failedDir(seed).
@@ -27,14 +37,16 @@ func runOnce(t *testing.T, eng *engines, run int, seed int64, st settings) {
 	h := newHistory()
 	p := startPipeline(t, eng, run, h, st.profile)
 	skus, stock := loadSKUs(t, p, rand.New(rand.NewPCG(uint64(seed), 1)), run, seed)
-	ri := &runInfo{Seed: seed, SKUs: skus, Loaded: maps.Clone(stock), Limits: map[string]int{skus[0]: hammerLimit}}
+	ri := &runInfo{Seed: seed, SKUs: skus, Loaded: maps.Clone(stock), Limits: map[string]int{skus[0]: hammerLimit},
+		Deck: st.kinds}
 	w := newWorkload(p, h, skus, stock, run, seed)
 	nem := newNemesis(p, h, w, rand.New(rand.NewPCG(uint64(seed), 2)), st, func(format string, args ...any) {
 		t.Logf("+%.1fs "+format, append([]any{h.since().Seconds()}, args...)...)
 	})
 
-	ctx, cancel := context.WithTimeout(context.Background(), st.duration)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	go func() { endSale(ctx, h, nem, st.duration); cancel() }()
 	nemDone := make(chan struct{})
 	go func() { nem.run(ctx); close(nemDone) }()
 	stopLoad := w.start(st.duration)
