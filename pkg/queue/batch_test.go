@@ -630,3 +630,81 @@ func TestBatchOrderWhoseRetryCannotBePublished(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedCopyLeftToTheBrokerAtStop: a copy the broker keeps refusing
+// holds its order until the consumer stops waiting for its handlers; the
+// message then goes back to the work queue, and no copy was published.
+func TestRefusedCopyLeftToTheBrokerAtStop(t *testing.T) {
+	conn := dialTest(t, testenv.AMQPURL(t))
+	topo := testTopology(t, conn)
+	o := testOrder(1)
+	if err := newTestPublisher(t, conn, topo, PublisherOptions{}).Publish(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	lift := blockPublishers(conn)
+	defer lift()
+	logged := &warnings{n: map[string]int{}}
+	retried := make(chan error, 1)
+	stop := runConsumer(t, conn, topo, ConsumerOptions{DrainTimeout: 300 * time.Millisecond, Logger: slog.New(logged)},
+		func(ctx context.Context, d *Delivery) { retried <- d.Retry(errors.New("transient")) })
+	waitFor(t, func() bool { return logged.about(o.ID) >= 2 })
+	stop()
+	if err := receive(t, retried); !isUnavailable(err) {
+		t.Errorf("retry = %v, want unavailable once the consumer stopped", err)
+	}
+	lift()
+	waitFor(t, func() bool { return depth(t, conn, topo.Queue) == 1 })
+	if d, ok := getOne(t, conn, topo.Queue); !ok || d.MessageId != o.ID || !d.Redelivered || headerInt(d.Headers, HeaderAttempts) != 0 {
+		t.Errorf("work queue gave %s (redelivered %v, attempts %d), want the original back", d.MessageId, d.Redelivered, headerInt(d.Headers, HeaderAttempts))
+	}
+	for _, q := range append(topo.RetryQueues(), topo.DeadQueue) {
+		if n := depth(t, conn, q); n != 0 {
+			t.Errorf("%s holds %d messages, want 0", q, n)
+		}
+	}
+}
+
+// TestRefusedCopyNotPublishedOnceTheOriginalIsBack: when the connection
+// the original came on is lost while its copy is refused, the tries stop
+// (the broker delivers the original again) and no copy is published.
+func TestRefusedCopyNotPublishedOnceTheOriginalIsBack(t *testing.T) {
+	url := testenv.AMQPURL(t)
+	setup := dialTest(t, url)
+	topo := testTopology(t, setup)
+	o := testOrder(1)
+	if err := newTestPublisher(t, setup, topo, PublisherOptions{}).Publish(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	uri, err := amqp.ParseURI(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := newProxy(t, fmt.Sprintf("%s:%d", uri.Host, uri.Port))
+	conn := dialTest(t, px.url())
+	lift := blockPublishers(conn)
+	defer lift()
+	logged := &warnings{n: map[string]int{}}
+	retried, again := make(chan error, 1), make(chan struct{})
+	stop := runConsumer(t, conn, topo, ConsumerOptions{Logger: slog.New(logged)}, func(ctx context.Context, d *Delivery) {
+		if !d.Redelivered {
+			retried <- d.Retry(errors.New("transient"))
+			return
+		}
+		if err := d.Ack(); err != nil {
+			t.Errorf("ack the redelivered original: %v", err)
+		}
+		close(again)
+	})
+	waitFor(t, func() bool { return logged.about(o.ID) >= 2 })
+	px.cut(false)
+	if err := receive(t, retried); !isUnavailable(err) {
+		t.Errorf("retry = %v, want unavailable once the original's channel closed", err)
+	}
+	receive(t, again)
+	stop()
+	for _, q := range append(topo.RetryQueues(), topo.DeadQueue, topo.Queue) {
+		if n := depth(t, setup, q); n != 0 {
+			t.Errorf("%s holds %d messages, want 0", q, n)
+		}
+	}
+}
