@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -465,5 +467,244 @@ func TestSingleOrderMessagesStillConsumed(t *testing.T) {
 	}
 	if d := depth(t, conn, topo.Queue); d != 0 {
 		t.Errorf("work queue holds %d messages, want 0", d)
+	}
+}
+
+// blockPublishers makes conn report what the broker's connection.blocked
+// reports (a memory or disk alarm) until the returned func lifts it, which
+// is safe to call more than once. Acks go on meanwhile: the broker stops
+// reading only from a connection that publishes, and surge's publisher
+// writes nothing while blocked.
+func blockPublishers(conn *Conn) (lift func()) {
+	conn.mu.Lock()
+	cur := conn.cur
+	conn.mu.Unlock()
+	conn.blockedOn.Store(cur)
+	return func() { conn.blockedOn.CompareAndSwap(cur, nil) }
+}
+
+// warnings counts the warnings logged about each message id.
+type warnings struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (w *warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (w *warnings) Handle(_ context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "message_id" {
+			w.mu.Lock()
+			w.n[a.Value.String()]++
+			w.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+func (w *warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *warnings) WithGroup(string) slog.Handler      { return w }
+
+func (w *warnings) about(id string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n[id]
+}
+
+// TestBatchOrderWhoseRetryCannotBePublished: when the broker refuses the
+// retry copy of one order of a batch (it blocks publishers), that order is
+// held, not its batch. The batch is delivered once: the order already
+// invoiced is neither handled again nor parked, the order already retried
+// gets one retry copy, and the held order is retried once the broker takes
+// publishes again; nothing is parked.
+func TestBatchOrderWhoseRetryCannotBePublished(t *testing.T) {
+	conn := dialTest(t, testenv.AMQPURL(t))
+	topo := testTopology(t, conn)
+	invoiced, retried, held := testOrder(1), testOrder(2), testOrder(3)
+	publishBatch(t, conn, topo, topo.Exchange, invoiced, retried, held)
+
+	logged := &warnings{n: map[string]int{}}
+	var mu sync.Mutex
+	handled := map[string]int{} // deliveries per order and attempts
+	settled := map[string]int{} // first-attempt settles per order
+	redelivered, copies := 0, 0 // batch redeliveries, retry copies of retried
+	var settleErrs []error
+	count := func(m map[string]int, k string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return m[k]
+	}
+	back := make(chan struct{})
+	var backOnce sync.Once
+	var lift func()
+	stop := runConsumer(t, conn, topo, ConsumerOptions{Logger: slog.New(logged)}, func(ctx context.Context, d *Delivery) {
+		mu.Lock()
+		handled[fmt.Sprint(d.MessageID, "/", d.Attempts())]++
+		round := handled[held.ID+"/0"]
+		if d.Redelivered && d.MessageID == held.ID {
+			redelivered++
+		}
+		mu.Unlock()
+		var err error
+		switch {
+		case d.Attempts() > 0: // a retry copy back from its tier
+			err = d.Ack()
+			if d.MessageID == held.ID {
+				backOnce.Do(func() { close(back) })
+			}
+		case d.MessageID == invoiced.ID:
+			err = d.Ack()
+		case d.MessageID == retried.ID:
+			if err = d.Retry(errors.New("transient")); err == nil {
+				mu.Lock()
+				copies++
+				mu.Unlock()
+			}
+		case d.MessageID == held.ID:
+			// The other orders of this delivery settle first, then the
+			// broker refuses the held order's copy.
+			for count(settled, invoiced.ID) < round || count(settled, retried.ID) < round {
+				if ctx.Err() != nil {
+					return
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			mu.Lock()
+			lift = blockPublishers(conn)
+			mu.Unlock()
+			err = d.Retry(errors.New("transient"))
+			lift()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			settleErrs = append(settleErrs, err)
+		}
+		if d.Attempts() == 0 {
+			settled[d.MessageID]++
+		}
+	})
+	// Let the held order's copy be refused a few times (or its batch be
+	// parked), then let the broker take publishes again.
+	waitFor(t, func() bool { return logged.about(held.ID) >= 3 || depth(t, conn, topo.DeadQueue) > 0 })
+	mu.Lock()
+	lift()
+	mu.Unlock()
+	select {
+	case <-back:
+	case <-time.After(5 * time.Second):
+		t.Errorf("the held order never came back from its retry tier")
+	}
+	stop()
+
+	if redelivered > 0 {
+		t.Errorf("the batch was redelivered %d times", redelivered)
+	}
+	if len(settleErrs) > 0 {
+		t.Errorf("%d settles failed, the first: %v", len(settleErrs), settleErrs[0])
+	}
+	for _, w := range []struct {
+		name     string
+		id       string
+		attempts int
+	}{{"invoiced", invoiced.ID, 0}, {"retried", retried.ID, 0}, {"retried", retried.ID, 1},
+		{"held", held.ID, 0}, {"held", held.ID, 1}} {
+		if n := handled[fmt.Sprint(w.id, "/", w.attempts)]; n != 1 {
+			t.Errorf("%s order at attempts %d handled %d times, want 1", w.name, w.attempts, n)
+		}
+	}
+	if copies != 1 {
+		t.Errorf("the retried order got %d retry copies, want 1", copies)
+	}
+	dead, err := ListDead(context.Background(), conn, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dl := range dead {
+		t.Errorf("parked: %s (%s) holding orders %v", dl.OrderID, dl.Reason, dl.OrderIDs)
+	}
+	for _, q := range append(topo.RetryQueues(), topo.Queue) {
+		if n := depth(t, conn, q); n != 0 {
+			t.Errorf("%s holds %d messages, want 0", q, n)
+		}
+	}
+}
+
+// TestRefusedCopyLeftToTheBrokerAtStop: a copy the broker keeps refusing
+// holds its order until the consumer stops waiting for its handlers; the
+// message then goes back to the work queue, and no copy was published.
+func TestRefusedCopyLeftToTheBrokerAtStop(t *testing.T) {
+	conn := dialTest(t, testenv.AMQPURL(t))
+	topo := testTopology(t, conn)
+	o := testOrder(1)
+	if err := newTestPublisher(t, conn, topo, PublisherOptions{}).Publish(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	lift := blockPublishers(conn)
+	defer lift()
+	logged := &warnings{n: map[string]int{}}
+	retried := make(chan error, 1)
+	stop := runConsumer(t, conn, topo, ConsumerOptions{DrainTimeout: 300 * time.Millisecond, Logger: slog.New(logged)},
+		func(ctx context.Context, d *Delivery) { retried <- d.Retry(errors.New("transient")) })
+	waitFor(t, func() bool { return logged.about(o.ID) >= 2 })
+	stop()
+	if err := receive(t, retried); !isUnavailable(err) {
+		t.Errorf("retry = %v, want unavailable once the consumer stopped", err)
+	}
+	lift()
+	waitFor(t, func() bool { return depth(t, conn, topo.Queue) == 1 })
+	if d, ok := getOne(t, conn, topo.Queue); !ok || d.MessageId != o.ID || !d.Redelivered || headerInt(d.Headers, HeaderAttempts) != 0 {
+		t.Errorf("work queue gave %s (redelivered %v, attempts %d), want the original back", d.MessageId, d.Redelivered, headerInt(d.Headers, HeaderAttempts))
+	}
+	for _, q := range append(topo.RetryQueues(), topo.DeadQueue) {
+		if n := depth(t, conn, q); n != 0 {
+			t.Errorf("%s holds %d messages, want 0", q, n)
+		}
+	}
+}
+
+// TestRefusedCopyNotPublishedOnceTheOriginalIsBack: when the connection
+// the original came on is lost while its copy is refused, the tries stop
+// (the broker delivers the original again) and no copy is published.
+func TestRefusedCopyNotPublishedOnceTheOriginalIsBack(t *testing.T) {
+	url := testenv.AMQPURL(t)
+	setup := dialTest(t, url)
+	topo := testTopology(t, setup)
+	o := testOrder(1)
+	if err := newTestPublisher(t, setup, topo, PublisherOptions{}).Publish(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	uri, err := amqp.ParseURI(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := newProxy(t, fmt.Sprintf("%s:%d", uri.Host, uri.Port))
+	conn := dialTest(t, px.url())
+	lift := blockPublishers(conn)
+	defer lift()
+	logged := &warnings{n: map[string]int{}}
+	retried, again := make(chan error, 1), make(chan struct{})
+	stop := runConsumer(t, conn, topo, ConsumerOptions{Logger: slog.New(logged)}, func(ctx context.Context, d *Delivery) {
+		if !d.Redelivered {
+			retried <- d.Retry(errors.New("transient"))
+			return
+		}
+		if err := d.Ack(); err != nil {
+			t.Errorf("ack the redelivered original: %v", err)
+		}
+		close(again)
+	})
+	waitFor(t, func() bool { return logged.about(o.ID) >= 2 })
+	px.cut(false)
+	if err := receive(t, retried); !isUnavailable(err) {
+		t.Errorf("retry = %v, want unavailable once the original's channel closed", err)
+	}
+	receive(t, again)
+	stop()
+	for _, q := range append(topo.RetryQueues(), topo.DeadQueue, topo.Queue) {
+		if n := depth(t, setup, q); n != 0 {
+			t.Errorf("%s holds %d messages, want 0", q, n)
+		}
 	}
 }

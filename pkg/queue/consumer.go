@@ -134,13 +134,13 @@ func (c *Consumer) Run(ctx context.Context, h Handler) error {
 	if err := c.topo.validate(); err != nil {
 		return fmt.Errorf("run consumer: %w", err)
 	}
+	hctx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelHandlers()
 	s := &settler{pub: newPublisher(c.conn, c.topo, PublisherOptions{Channels: 4}),
-		topo: c.topo, tiers: c.topo.RetryQueues(), now: c.opts.Now}
+		topo: c.topo, tiers: c.topo.RetryQueues(), now: c.opts.Now, ctx: hctx, log: c.opts.Logger}
 	defer s.pub.Close()
 
 	jobs := make(chan *Delivery)
-	hctx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelHandlers()
 	var wg sync.WaitGroup
 	for range c.opts.Concurrency {
 		wg.Add(1)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -24,7 +25,18 @@ type settler struct {
 	topo  Topology
 	tiers []string
 	now   func() time.Time
+	// ctx is the handlers' context: it ends when the consumer gives up
+	// waiting for them (ConsumerOptions.DrainTimeout), and with it the
+	// tries of a copy the broker refuses.
+	ctx context.Context
+	log *slog.Logger
 }
+
+// Bounds of the wait between two tries of a copy the broker refused.
+const (
+	copyBackoffMin = 100 * time.Millisecond
+	copyBackoffMax = 5 * time.Second
+)
 
 // Delivery is one order from the work queue: a single-order message, or
 // one order of a batched message (ContentTypeOrders), which the consumer
@@ -81,24 +93,18 @@ func deliveriesOf(raw amqp.Delivery, s *settler) []*Delivery {
 }
 
 // batchMessage is a batched message whose orders are being settled: it
-// is acked once all of them are, or requeued whole if one of them had to
-// be put back (its retry or dead-letter copy could not be published).
+// is acked once all of them are. Nothing here puts it back (see
+// republish): only the broker does, whole, when the channel it came on
+// closes before that.
 type batchMessage struct {
-	raw     amqp.Delivery
-	left    atomic.Int32
-	requeue atomic.Bool
+	raw  amqp.Delivery
+	left atomic.Int32
 }
 
-// settled records one order settled; the last one settles the message.
-func (b *batchMessage) settled(requeue bool) error {
-	if requeue {
-		b.requeue.Store(true)
-	}
+// settled records one order settled; the last one acks the message.
+func (b *batchMessage) settled() error {
 	if b.left.Add(-1) > 0 {
 		return nil
-	}
-	if b.requeue.Load() {
-		return b.raw.Nack(false, true)
 	}
 	return b.raw.Ack(false)
 }
@@ -106,19 +112,21 @@ func (b *batchMessage) settled(requeue bool) error {
 // ack acknowledges the message, or this order of its batch.
 func (d *Delivery) ack() error {
 	if d.batch != nil {
-		return d.batch.settled(false)
+		return d.batch.settled()
 	}
 	return d.raw.Ack(false)
 }
 
-// requeue puts the message back, or marks this order's batch to be put
-// back whole once its other orders are settled (a redelivered batch is
-// split again; the orders already processed are duplicates).
-func (d *Delivery) requeue() error {
+// originClosed tells whether the channel the message came on is closed:
+// the broker then holds it again, unacked, and delivers it anew (a batch
+// whole).
+func (d *Delivery) originClosed() bool {
+	ack := d.raw.Acknowledger
 	if d.batch != nil {
-		return d.batch.settled(true)
+		ack = d.batch.raw.Acknowledger
 	}
-	return d.raw.Nack(false, true)
+	ch, ok := ack.(interface{ IsClosed() bool })
+	return ok && ch.IsClosed()
 }
 
 // Order decodes and validates the body. A body that is not an order, or
@@ -156,8 +164,11 @@ func (d *Delivery) Ack() error {
 // Retry publishes (confirmed) a copy with one more attempt to the next
 // retry tier, then acks the original; after the last tier it parks the
 // message with ReasonRetriesExhausted instead. A crash between publish and
-// ack duplicates the message, never loses it. When the publish fails the
-// original is requeued and the error wraps order.ErrUnavailable.
+// ack duplicates the message, never loses it. A copy the broker refuses
+// is tried again until it is confirmed (see republish), so Retry may take
+// as long as the broker refuses publishes; it fails, with an error
+// wrapping order.ErrUnavailable, only once the original is back with the
+// broker.
 func (d *Delivery) Retry(cause error) error {
 	if !d.settled.CompareAndSwap(false, true) {
 		return ErrAlreadySettled
@@ -173,7 +184,8 @@ func (d *Delivery) Retry(cause error) error {
 
 // Dead parks the message in the dead queue with reason (for example
 // order.ReasonMalformed or order.ReasonUnknownSKU), cause and a new dead
-// letter id, published (confirmed) before the original is acked.
+// letter id, published (confirmed) before the original is acked and tried
+// again while the broker refuses it, as Retry's copy is.
 func (d *Delivery) Dead(reason string, cause error) error {
 	if !d.settled.CompareAndSwap(false, true) {
 		return ErrAlreadySettled
@@ -189,15 +201,39 @@ func (d *Delivery) park(reason string, cause error, attempts int) error {
 	return d.republish(d.s.topo.DeadExchange, d.s.topo.RoutingKey, msg, "dead-letter")
 }
 
-// republish publishes msg, then acks the original; when the publish
-// fails it requeues the original so nothing is lost.
+// republish publishes msg (confirmed), then acks the original, or for an
+// order of a batch records it settled. A publish that fails is tried
+// again, the wait doubling from copyBackoffMin up to copyBackoffMax, while
+// the original stays unacked. It is never put back for that: a batch would
+// come back whole, with the orders already settled, at once and over and
+// over (each return counts against the work queue's delivery limit, past
+// which the broker parks the whole batch), and an order retried before
+// would get a second copy. The tries end when the channel the original
+// came on closes or the consumer stops waiting for its handlers: the
+// broker then has the original back and delivers it again, as after a
+// crash, so no copy is published once that channel is closed. A try whose
+// outcome is unknown (no confirm in time) may have left a copy: the next
+// one may then make a second, never none.
 func (d *Delivery) republish(exchange, key string, msg amqp.Publishing, action string) error {
-	ctx := context.Background()
-	if err := d.s.pub.PublishRaw(ctx, exchange, key, msg); err != nil {
-		if nerr := d.requeue(); nerr != nil {
-			err = errors.Join(err, fmt.Errorf("requeue: %w", nerr))
+	wait := copyBackoffMin
+	for try := 1; ; try++ {
+		if d.originClosed() {
+			return fmt.Errorf("%s %s: %w: the channel it came on closed, the broker delivers it again",
+				action, d.MessageID, order.ErrUnavailable)
 		}
-		return fmt.Errorf("%s %s: %w", action, d.MessageID, err)
+		err := d.s.pub.PublishRaw(d.s.ctx, exchange, key, msg)
+		if err == nil {
+			break
+		}
+		d.s.log.Warn("copy of an order not published, its message held and the copy tried again",
+			"message_id", d.MessageID, "action", action, "try", try, "in", wait, "error", err)
+		select {
+		case <-d.s.ctx.Done():
+			return fmt.Errorf("%s %s: %w: the consumer stopped, the broker delivers it again: %w",
+				action, d.MessageID, order.ErrUnavailable, err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, copyBackoffMax)
 	}
 	if err := d.ack(); err != nil {
 		return fmt.Errorf("%s %s: ack original: %w: %w", action, d.MessageID, order.ErrUnavailable, err)

@@ -22,7 +22,13 @@
 // limit only catches messages that crash the worker every time; normal
 // failures go through Delivery.Retry and Delivery.Dead, which publish a
 // confirmed copy before acking the original (a crash in between
-// duplicates, never loses; the worker is idempotent by order id).
+// duplicates, never loses; the worker is idempotent by order id). A copy
+// the broker refuses is published again, after 100ms and then twice as
+// long each time up to 5s, while the original stays unacked: it is never
+// put back for that, so the other orders of a batch stay settled, none
+// is handled again or gets a second copy, and the delivery limit is not
+// spent. Only a lost channel, or a consumer stopping past its drain, gives
+// the original back to the broker, as a crash does.
 //
 // # Messages
 //
