@@ -1,11 +1,14 @@
 package browser
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"surge/internal/testenv"
 	"surge/pkg/app"
@@ -29,7 +32,9 @@ func TestCheckoutRetriesThroughBrokerOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPost(t, tb, http.StatusServiceUnavailable)
-	if s := tb.text("status"); !strings.Contains(s, "retrying") {
+	// The page reads the answer after the browser has it: wait for what
+	// it says, as for outcome_unknown below.
+	if s, ok := waitText(tb, "status", "retrying", 10*time.Second); !ok {
 		t.Errorf("status while the broker is cut: %q, want it to say retrying", s)
 	}
 	tb.screenshot(t, "broker-outage-retrying")
@@ -149,20 +154,22 @@ func waitPosts(t *testing.T, tb *tab, status int64, n int) {
 	}
 }
 
-// waitText waits until the text of the element with id contains want,
-// at most within, and returns the text last read.
+// waitText waits until the text of the element with id contains want, at
+// most within, and returns that text, or the text last read and false.
+// The page itself checks on every change of its DOM, so a state it shows
+// only for a moment (a retry's countdown) is not missed between two reads.
 func waitText(tb *tab, id, want string, within time.Duration) (string, bool) {
-	deadline := time.Now().Add(within)
-	for {
-		s := tb.text(id)
-		if strings.Contains(s, want) {
-			return s, true
-		}
-		if time.Now().After(deadline) {
-			return s, false
-		}
-		time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(tb.ctx, within+5*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.PollFunction[string](`(id, want) => {
+		const el = document.getElementById(id);
+		const s = el ? el.innerText : '';
+		return s.includes(want) ? s : null;
+	}`, chromedp.WithPollingArgs(id, want), chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(within)))
+	if err != nil {
+		return tb.text(id), false
 	}
+	return s, true
 }
 
 // checkRetries checks the page's order requests: one Idempotency-Key
