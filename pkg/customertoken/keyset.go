@@ -157,11 +157,11 @@ func (s *keySet) keyfunc(ctx context.Context) jwt.Keyfunc {
 			if key, err := lookup(t); !errors.Is(err, jwkset.ErrKeyNotFound) {
 				return key, err
 			}
-			switch {
+			switch failed := s.latestErr(); {
 			case missed:
 				return nil, err
-			case s.failing():
-				return nil, s.unavailable(s.latestErr())
+			case failed != nil:
+				return nil, s.unavailable(failed)
 			}
 			return nil, &order.UnavailableError{Cause: ErrKeyNotFetchedYet, RetryAfter: wait}
 		}
