@@ -30,9 +30,11 @@ type CustomerAuth struct {
 	// refused.
 	JWKSURL string `envconfig:"CUSTOMER_JWKS_URL"`
 	// JWKSRefresh is how often the key set is fetched again:
-	// SURGE_CUSTOMER_JWKS_REFRESH, default 1h. A token naming a key the
-	// set does not hold (a rotation) also fetches it, at most once a
-	// minute.
+	// SURGE_CUSTOMER_JWKS_REFRESH, default 1h, at least 1m. A token
+	// naming a key the set does not hold (a rotation, or a made-up key
+	// id) also fetches it, at most once per
+	// customertoken.MinFetchInterval (5 s), one fetch shared by the
+	// tokens that wait for it.
 	JWKSRefresh time.Duration `envconfig:"CUSTOMER_JWKS_REFRESH" default:"1h"`
 	// Audience is the aud every token must name:
 	// SURGE_CUSTOMER_JWT_AUDIENCE, required with a key, so that a token

@@ -12,8 +12,10 @@
 // iss when one is configured.
 //
 // Parsing and signatures are github.com/golang-jwt/jwt/v5's; the key set
-// is github.com/MicahParks/keyfunc/v3's (on jwkset), which fetches it
-// again on its interval and when a token names a key it does not hold.
+// is read with github.com/MicahParks/jwkset and looked up with
+// github.com/MicahParks/keyfunc/v3. Fetching it is this package's (keyset.go):
+// at start, on an interval, and when a token names a key it does not hold,
+// with a budget that anyone's tokens cannot spend to shut a rotation out.
 package customertoken
 
 import (
@@ -21,12 +23,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"time"
 
-	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
-	"golang.org/x/time/rate"
 
 	"surge/pkg/order"
 )
@@ -44,19 +43,29 @@ var ErrInvalid = errors.New("invalid customer token")
 // unavailable (not taken, retry).
 var ErrKeysUnavailable = fmt.Errorf("the identity provider's keys cannot be fetched: %w", order.ErrUnavailable)
 
+// ErrKeyNotFetchedYet is returned for a token naming a key the set did not
+// hold when it was last fetched, less than MinFetchInterval ago, and that
+// no fetch has been asked about since the token came: the key may have
+// been published since (a rotation), or never (a made-up key id), and only
+// the next fetch can tell. It wraps order.ErrUnavailable, inside an
+// *order.UnavailableError whose RetryAfter is the time until that fetch
+// may be made.
+var ErrKeyNotFetchedYet = fmt.Errorf("the token names a key the identity provider's key set did not hold when last fetched: %w", order.ErrUnavailable)
+
 // Leeway is the clock skew tolerated on exp and nbf: the shop's clock
 // and the gateway's may differ by a few seconds.
 const Leeway = 30 * time.Second
 
-// unknownKeyRefresh is the shortest time between two fetches of the key
-// set caused by tokens naming a key it does not hold: a rotation is
-// picked up at once, while tokens with made-up key ids cannot make the
-// gateway hammer the identity provider.
-const unknownKeyRefresh = time.Minute
+// MinFetchInterval is the shortest time between two fetches of the key set
+// that tokens naming a key it does not hold cause. However many such
+// tokens come, and from however many clients, the identity provider is
+// asked at most once per interval (per gateway), and a key it publishes is
+// fetched at most this long after a token names it.
+const MinFetchInterval = 5 * time.Second
 
-// unknownKeyWait bounds the fetch of the key set a token naming an
-// unknown key causes.
-const unknownKeyWait = 5 * time.Second
+// fetchTimeout bounds one fetch of the key set, and so the wait of the
+// tokens that wait for it.
+const fetchTimeout = 5 * time.Second
 
 // Options says how to verify tokens: Secret or JWKSURL, not both.
 type Options struct {
@@ -75,16 +84,17 @@ type Options struct {
 	// OnRefreshError is told each failed fetch of the key set (a log
 	// line); default nothing.
 	OnRefreshError func(url string, err error)
+	// Now is the clock tokens' times and the fetches' interval are read
+	// on; default time.Now.
+	Now func() time.Time
 }
 
 // Verifier checks customer tokens. It is safe for concurrent use.
 type Verifier struct {
 	parser *jwt.Parser
 	keys   func(ctx context.Context) jwt.Keyfunc
-	stop   context.CancelFunc
-	// fetches tells whether the key set's last fetch failed (nil with
-	// a secret).
-	fetches *fetchState
+	// set is the identity provider's key set; nil with a secret.
+	set *keySet
 }
 
 // New builds a Verifier. With JWKSURL, it fetches the key set once (a
@@ -100,113 +110,77 @@ func New(opts Options) (*Verifier, error) {
 	case opts.Audience == "":
 		return nil, errors.New("customer tokens: no audience given")
 	}
-	parserOpts := []jwt.ParserOption{jwt.WithAudience(opts.Audience), jwt.WithExpirationRequired(),
-		jwt.WithLeeway(Leeway), jwt.WithIssuedAt()}
-	if opts.Issuer != "" {
-		parserOpts = append(parserOpts, jwt.WithIssuer(opts.Issuer))
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
-	v := &Verifier{stop: func() {}}
+	claimOpts := []jwt.ParserOption{jwt.WithAudience(opts.Audience), jwt.WithExpirationRequired(),
+		jwt.WithLeeway(Leeway), jwt.WithIssuedAt(), jwt.WithTimeFunc(opts.Now)}
+	if opts.Issuer != "" {
+		claimOpts = append(claimOpts, jwt.WithIssuer(opts.Issuer))
+	}
+	v := &Verifier{}
 	if len(opts.Secret) > 0 {
 		secret := append([]byte(nil), opts.Secret...)
 		v.keys = func(context.Context) jwt.Keyfunc { return func(*jwt.Token) (any, error) { return secret, nil } }
-		v.parser = jwt.NewParser(append(parserOpts, jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}))...)
+		v.parser = jwt.NewParser(append(claimOpts, jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}))...)
 		return v, nil
 	}
-	v.fetches = &fetchState{}
-	kf, stop, err := keySet(opts, v.fetches)
+	// A token naming a key the set does not hold may cause a fetch only
+	// when it is good in every other respect: anything else is refused at
+	// no cost to the identity provider.
+	claims := jwt.NewValidator(claimOpts...)
+	goodButForItsKey := func(t *jwt.Token) error {
+		if err := claims.Validate(t.Claims); err != nil {
+			return err
+		}
+		_, err := subject(t.Claims)
+		return err
+	}
+	set, err := newKeySet(opts, goodButForItsKey)
 	if err != nil {
 		return nil, err
 	}
-	v.keys, v.stop = kf.KeyfuncCtx, stop
-	v.parser = jwt.NewParser(append(parserOpts, jwt.WithValidMethods([]string{
+	v.set, v.keys = set, set.keyfunc
+	v.parser = jwt.NewParser(append(claimOpts, jwt.WithValidMethods([]string{
 		jwt.SigningMethodRS256.Alg(), jwt.SigningMethodES256.Alg()}))...)
 	return v, nil
 }
 
-// keySet is the key function over the identity provider's key set, and
-// the func that stops its refreshing.
-func keySet(opts Options, fetches *fetchState) (keyfunc.Keyfunc, context.CancelFunc, error) {
-	client := &http.Client{Timeout: 10 * time.Second}
-	if opts.Client != nil {
-		c := *opts.Client
-		client = &c
-	}
-	client.Transport = fetches.watch(client.Transport)
-	refresh := opts.Refresh
-	if refresh <= 0 {
-		refresh = time.Hour
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	override := keyfunc.Override{
-		Client:            client,
-		RefreshInterval:   refresh,
-		RefreshUnknownKID: rate.NewLimiter(rate.Every(unknownKeyRefresh), 1),
-		// Bounds both the wait for the refresh budget and the fetch it
-		// allows. A token naming an unknown key while the budget is spent
-		// is refused at once: the limiter does not wait when the next
-		// token comes later than this.
-		RateLimitWaitMax: unknownKeyWait,
-		RefreshErrorHandlerFunc: func(u string) func(context.Context, error) {
-			return func(_ context.Context, err error) {
-				if opts.OnRefreshError != nil {
-					opts.OnRefreshError(u, err)
-				}
-			}
-		},
-	}
-	k, err := keyfunc.NewDefaultOverrideCtx(ctx, []string{opts.JWKSURL}, override)
-	if err != nil {
-		cancel()
-		return nil, nil, fmt.Errorf("customer tokens: key set %s: %w", opts.JWKSURL, err)
-	}
-	return k, cancel, nil
-}
-
 // Verify checks raw (the bearer token, without "Bearer ") and returns the
-// customer it names. A token that could not be checked because the key
-// set cannot be fetched wraps ErrKeysUnavailable; every other refusal
-// wraps ErrInvalid, its message saying why (for the log).
+// customer it names. A token that could not be checked for want of its
+// key (the key set cannot be fetched, or the fetch that may find the key
+// is not due yet) wraps order.ErrUnavailable, with an
+// *order.UnavailableError saying when to retry; every other refusal wraps
+// ErrInvalid, its message saying why (for the log).
 func (v *Verifier) Verify(ctx context.Context, raw string) (string, error) {
 	var claims jwt.RegisteredClaims
 	if _, err := v.parser.ParseWithClaims(raw, &claims, v.keys(ctx)); err != nil {
-		if errors.Is(err, jwt.ErrTokenUnverifiable) && v.fetches.failing() {
-			return "", fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
+		if errors.Is(err, order.ErrUnavailable) {
+			return "", err
 		}
 		return "", fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	if claims.Subject == "" {
+	return subject(&claims)
+}
+
+// subject is the customer the claims name.
+func subject(c jwt.Claims) (string, error) {
+	sub, err := c.GetSubject()
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("%w: its subject (sub): %w", ErrInvalid, err)
+	case sub == "":
 		return "", fmt.Errorf("%w: the token has no subject (sub)", ErrInvalid)
 	}
-	if err := order.ValidateCustomerID(claims.Subject); err != nil {
+	if err := order.ValidateCustomerID(sub); err != nil {
 		return "", fmt.Errorf("%w: its subject (sub) cannot be a customer id: %w", ErrInvalid, err)
 	}
-	return claims.Subject, nil
+	return sub, nil
 }
 
 // Close stops refreshing the key set.
-func (v *Verifier) Close() { v.stop() }
-
-// fetchState records whether the key set's last fetch failed, so that a
-// token whose key cannot be found is told apart from one whose key the
-// identity provider could not be asked for.
-type fetchState struct{ failed atomic.Bool }
-
-// failing tells whether the last fetch failed; false without a key set.
-func (f *fetchState) failing() bool { return f != nil && f.failed.Load() }
-
-// watch wraps next (http.DefaultTransport when nil) to record each
-// fetch's outcome: a key set is only had from a 200.
-func (f *fetchState) watch(next http.RoundTripper) http.RoundTripper {
-	if next == nil {
-		next = http.DefaultTransport
+func (v *Verifier) Close() {
+	if v.set != nil {
+		v.set.stop()
 	}
-	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		resp, err := next.RoundTrip(r)
-		f.failed.Store(err != nil || resp.StatusCode != http.StatusOK)
-		return resp, err
-	})
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

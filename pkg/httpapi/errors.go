@@ -113,11 +113,28 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// writeError answers err (answerError) and logs it when it is a failure
+// (5xx).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, code, orderID := s.answerError(w, err)
+	if status >= 500 {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status,
+			"code", code, "order_id", orderID, "request_id", reqid.From(r.Context()), "err", err)
+	}
+}
+
+// answerError answers err with its status and code from the table, and
+// the headers the error carries (Retry-After, the rate limit's); it
+// returns what it answered.
+func (s *Server) answerError(w http.ResponseWriter, err error) (status int, code, orderID string) {
 	status, code, msg := classify(err)
 	body := errorBody{Error: errorDetail{Code: code, Message: msg}}
 	if status == http.StatusServiceUnavailable {
 		setRetryAfter(w, order.RetryAfterUnavailable)
+	}
+	var unavailable *order.UnavailableError
+	if errors.As(err, &unavailable) && unavailable.RetryAfter > 0 && status == http.StatusServiceUnavailable {
+		setRetryAfter(w, unavailable.RetryAfter)
 	}
 	var unknown *order.UnknownOutcomeError
 	if errors.As(err, &unknown) {
@@ -132,11 +149,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		setRetryAfter(w, rl.RetryAfter)
 		s.setRateLimitHeaders(w, rl.Scope, rl.RetryAfter)
 	}
-	if status >= 500 {
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status,
-			"code", code, "order_id", body.OrderID, "request_id", reqid.From(r.Context()), "err", err)
-	}
 	writeErrorBody(w, status, body)
+	return status, code, body.OrderID
 }
 
 // failureBody is the error shape plus, when part of an operation was done

@@ -86,6 +86,26 @@ func (e *RateLimitedError) Error() string {
 // Is reports whether target is ErrRateLimited.
 func (e *RateLimitedError) Is(target error) bool { return target == ErrRateLimited }
 
+// UnavailableError is a "not taken, retry" answer that knows when a retry
+// can do better than this one: before then it would be answered the same.
+// It matches ErrUnavailable with errors.Is, and unwraps to its cause.
+type UnavailableError struct {
+	// Cause is what is not available yet.
+	Cause error
+	// RetryAfter is how long until a retry may be answered otherwise.
+	RetryAfter time.Duration
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("%v: retry after %v", e.Cause, e.RetryAfter)
+}
+
+// Is reports whether target is ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// Unwrap returns the cause.
+func (e *UnavailableError) Unwrap() error { return e.Cause }
+
 // invalid builds a validation error that wraps ErrInvalid.
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))

@@ -76,11 +76,16 @@ func (c *console) open(path string) {
 	c.do(chromedp.Navigate(c.base+path), chromedp.WaitReady(chromedp.CSS("main")))
 }
 
-// click clicks the element matching the CSS selector and waits for the
-// next page's <main>.
+// click clicks the element matching the CSS selector and waits until the
+// page it leads to has loaded: until then <main> is the old page's.
 func (c *console) click(sel string) {
 	c.t.Helper()
-	c.do(chromedp.Click(chromedp.CSS(sel)), chromedp.Sleep(150*time.Millisecond), chromedp.WaitReady(chromedp.CSS("main")))
+	ctx, cancel := context.WithTimeout(c.ctx, 20*time.Second)
+	defer cancel()
+	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
+		c.t.Fatalf("browser: click %s: %v (at %s)", sel, err, c.location())
+	}
+	c.do(chromedp.WaitReady(chromedp.CSS("main")))
 }
 
 // eval evaluates a JavaScript expression.
