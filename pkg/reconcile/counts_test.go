@@ -261,3 +261,52 @@ func TestRepublishCarriesTheLimitReservedUnder(t *testing.T) {
 		t.Fatalf("republished with limits %v, want %v", got, want)
 	}
 }
+
+// sellingLedger sells one unit (MySQL, then Redis's commit) right after
+// each MySQL snapshot, as a busy sale would between the reconciler's read
+// and its repair: sold moves in every round.
+type sellingLedger struct {
+	reconcile.Ledger
+	e   *env
+	sku string
+	n   *int
+}
+
+func (l sellingLedger) Snapshot(ctx context.Context, sku string, ids []string, lookback time.Duration) (reconcile.Truth, error) {
+	t, err := l.Ledger.Snapshot(ctx, sku, ids, lookback)
+	*l.n++
+	o := buyer(l.sku, fmt.Sprint("busy-", *l.n), *l.n, 1)
+	if _, err := l.e.st.Reserve(ctx, o); err != nil {
+		l.e.t.Fatal(err)
+	}
+	l.e.work(o)
+	return t, err
+}
+
+// TestLimitRealignedWhileSoldMoves: Redis applies another purchase limit
+// than MySQL (a load whose reply was lost), and sold moves in every round
+// of the reconciler (a busy sale): the counts wait for a round where sold
+// stands still, but the limit is set back to MySQL's at once.
+func TestLimitRealignedWhileSoldMoves(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sku := e.limitedProduct(20, 2)
+	e.set(keys.MaxPerCustomer(sku), 5)
+	var n int
+	rec := reconcile.New(e.rdb, sellingLedger{reconcile.StoreLedger{Store: e.db}, e, sku, &n},
+		reconcile.Options{Grace: time.Minute, Attempts: 2, Backoff: time.Millisecond, Log: quiet()})
+	rep := rec.SKU(ctx, sku, false)
+	if rep.Outcome != admin.SKUBusy {
+		t.Fatalf("outcome %s, want busy: sold moved in every round", rep.Outcome)
+	}
+	if v, err := e.st.View(ctx, sku); err != nil || v.MaxPerCustomer != 2 {
+		t.Fatalf("Redis's limit after the reconciler: %d %v, want MySQL's 2", v.MaxPerCustomer, err)
+	}
+	var changed bool
+	for _, r := range rep.Repairs {
+		changed = changed || r.MaxPerCustomer != nil && *r.MaxPerCustomer == (admin.LimitChange{Old: 5, New: 2})
+	}
+	if !changed {
+		t.Fatalf("repairs %+v, want the limit reported 5 -> 2", rep.Repairs)
+	}
+}
