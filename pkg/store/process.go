@@ -18,9 +18,10 @@ const guardSQL = "UPDATE products SET sold = sold + ? WHERE sku = ? AND sold + ?
 // Process turns an order into an invoice, or a rejection when the stock is
 // sold out (order.ReasonCompensated) or the order would take its customer
 // past every purchase limit that could have admitted it
-// (order.ReasonPurchaseLimit, see holding.refuses), in one transaction. With fence > 0 it first records the order's
-// fencing token and refuses (order.ErrStaleFence, nothing written) when a
-// higher one is already recorded. An order processed before is reported as
+// (order.ReasonPurchaseLimit, see holding.refuses), in one transaction.
+// With fence > 0 it first records the order's fencing token and refuses
+// (order.ErrStaleFence, nothing written) when a higher one is already
+// recorded. An order processed before is reported as
 // Duplicate with its first outcome, and writes nothing. An unknown SKU
 // fails with order.ErrUnknownSKU and writes nothing. Deadlocks and lock
 // wait timeouts come back wrapped: test them with IsTransient.
