@@ -17,7 +17,7 @@
 --         may have been committed meanwhile, and counted nowhere
 -- ARGV[7..6+2n]  pairs (customer i, units MySQL invoiced to it)
 -- then m triples (order id, customer, qty) of the counted reservations
---   (":L") the caller read before it read MySQL, with, after them, the
+--   (":L<N>") the caller read before it read MySQL, with, after them, the
 --   ids among them that MySQL had invoiced: ARGV[7+2n+3m] = k, then k ids.
 -- A customer's count is set to what MySQL invoiced to it, plus the counted
 -- reservations open now whose order MySQL had not invoiced, plus those the
@@ -52,7 +52,7 @@ local held = {}
 for i = 1, #open, 2 do
   local id, v = open[i], open[i + 1]
   held[id] = true
-  local qty, c = string.match(v, '^(%d+):%d+:[^:]*:([^:]*):L$')
+  local qty, c = string.match(v, '^(%d+):%d+:[^:]*:([^:]*):L%d*$')
   if c and want[c] and not invoiced[id] then want[c] = want[c] + tonumber(qty) end
 end
 for j = 1, m do

@@ -16,7 +16,7 @@
 --           from avail when it has none, and marked C;
 --           then nr pairs (order_id, reservation value the caller read):
 --           each released when its reservation is unchanged, marked X;
---           one counted against the purchase limit (":L", lua/reserve.lua)
+--           one counted against the purchase limit (":L<N>", lua/reserve.lua)
 --           gives its units back to {sku:X}:cust:<customer>, the key named
 --           by the reservation (built from KEYS[1]'s hash tag, same slot).
 -- Then stock and sold are set to MySQL's when Redis still holds what the
@@ -69,7 +69,7 @@ for j = 1, nr do
     if not dry then
       redis.call('HDEL', KEYS[2], id)
       redis.call('SET', key, 'X', 'EX', ARGV[5])
-      local cust = string.match(r, '^%d+:%d+:[^:]*:([^:]*):L$')
+      local cust = string.match(r, '^%d+:%d+:[^:]*:([^:]*):L%d*$')
       if cust then
         local ck = string.sub(KEYS[1], 1, -6) .. 'cust:' .. cust
         if redis.call('DECRBY', ck, units(r)) <= 0 then redis.call('DEL', ck) end

@@ -22,7 +22,7 @@
 --            and keep its state (X) so a retry is answered as before.
 -- ARGV[3] order state TTL (s)   ARGV[4] the reserving call's nonce (undo)
 -- ARGV[5] how long U lasts (s, undo)
--- A reservation counted against the SKU's purchase limit (":L" after the
+-- A reservation counted against the SKU's purchase limit (":L<N>" after the
 -- customer, lua/reserve.lua) gives its units back to the customer's count,
 -- {sku:X}:cust:<customer>: that key is named by the reservation itself,
 -- so the script builds it from KEYS[1]'s hash tag (same slot) rather
@@ -62,7 +62,7 @@ if r then
   released = tonumber(string.match(r, '^(%d+)'))
   redis.call('HDEL', KEYS[2], ARGV[1])
   redis.call('INCRBY', KEYS[1], released)
-  local cust = string.match(r, '^%d+:%d+:[^:]*:([^:]*):L$')
+  local cust = string.match(r, '^%d+:%d+:[^:]*:([^:]*):L%d*$')
   if cust then
     local key = string.sub(KEYS[1], 1, -6) .. 'cust:' .. cust
     if redis.call('DECRBY', key, released) <= 0 then redis.call('DEL', key) end

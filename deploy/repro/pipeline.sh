@@ -8,8 +8,8 @@
 # database surge) and leaves it running; only the SKU the script made is left behind.
 #
 # It sets HTTP, ADMIN, TOKEN, REDIS_PORT (any node), DB and DIR, and offers log, die, rcli, sql,
-# load_sku SKU JSON, master_port SKU, and on_exit CMD (run at exit, last registered first).
-# A script sets RESULT=0 when its check passed; the state directory is kept otherwise.
+# load_sku SKU JSON, master_port SKU, worker_pid, and on_exit CMD (run at exit, last registered
+# first). A script sets RESULT=0 when its check passed; the state directory is kept otherwise.
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TARGET="${SURGE_REPRO_TARGET:-private}"
@@ -18,6 +18,7 @@ PASSWORD="${SURGE_REDIS_PASSWORD:-surge}"
 BASE="${SURGE_REPRO_PORT_BASE:-7400}"
 RESULT=2
 EXITS=()
+declare -A PIDS=()
 export PATH="$PATH:/usr/sbin:/sbin"
 
 log() { printf '%s: %s\n' "$(basename "$0" .sh)" "$*" >&2; }
@@ -53,6 +54,20 @@ master_port() {
 	rcli -p "$REDIS_PORT" cluster nodes | awk -v s="$slot" '$3 ~ /master/ {
 		for (i = 9; i <= NF; i++) { split($i, r, "-"); if (r[2] == "") r[2] = r[1]; if (s >= r[1] && s <= r[2]) {
 			split($2, a, "[:@]"); print a[2]; exit } } }'
+}
+
+# worker_pid prints the worker's process id: the one this script started, or, against `make up`,
+# the process serving the worker's metrics address (SURGE_WORKER_METRICS_ADDR, 127.0.0.1:9101;
+# finding another user's process takes root).
+worker_pid() {
+	if [[ -n ${PIDS[worker]:-} ]]; then
+		echo "${PIDS[worker]}"
+		return
+	fi
+	local addr="${SURGE_WORKER_METRICS_ADDR:-127.0.0.1:9101}" pid
+	pid=$(ss -Hltnp "sport = :${addr##*:}" | grep -o 'pid=[0-9]*' | head -n 1 | cut -d= -f2)
+	[[ -n $pid ]] || die "no process serves the worker's metrics on $addr (as root?)"
+	echo "$pid"
 }
 
 use_up() {
@@ -124,6 +139,7 @@ start_proc() {
 	local name=$1
 	shift
 	env "${ENV[@]}" "$@" >"$DIR/$name.log" 2>&1 </dev/null &
+	PIDS[$name]=$!
 	on_exit "kill -TERM $! 2>/dev/null; wait $! 2>/dev/null"
 }
 

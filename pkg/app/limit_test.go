@@ -253,3 +253,37 @@ func TestPurchaseLimitRetryOverBudget(t *testing.T) {
 		t.Fatalf("MySQL invoiced %d units to the customer, past the limit %d", n, limit)
 	}
 }
+
+// TestPurchaseLimitLoweredAfterAcceptance: a customer's three orders are
+// accepted under a limit of 5 while no worker runs; the operator lowers
+// the limit to 2 (200), which holds the customer's next order (409
+// purchase_limit); once a worker runs, all three accepted orders are
+// invoiced: the limit lowered after they were accepted turns none of them
+// into a rejection.
+func TestPurchaseLimitLoweredAfterAcceptance(t *testing.T) {
+	p := startGatewayOnly(t)
+	sku := testenv.Unique("limitlow-")
+	p.loadLimited(t, sku, 10, 5)
+	ann := testenv.Unique("ann-")
+	var ids []string
+	for i := range 3 {
+		a := post(t, newClient(t), p.URL, fmt.Sprint("k", i), orderBody(sku, 1, ann))
+		if a.Status != http.StatusAccepted {
+			t.Fatalf("order %d: %+v", i, a)
+		}
+		ids = append(ids, a.OrderID)
+	}
+	if a := p.putBody(t, sku, `{"stock":10,"max_per_customer":2}`); a.Status != http.StatusOK {
+		t.Fatalf("lower the limit: %+v", a)
+	}
+	if a := post(t, newClient(t), p.URL, "k3", orderBody(sku, 1, ann)); a.Status != http.StatusConflict || a.Error.Code != "purchase_limit" {
+		t.Fatalf("an order after the limit was lowered: %+v, want 409 purchase_limit", a)
+	}
+	startWorker(t, p.Cfg)
+	if st := waitLimitSettled(t, p, ids); st["invoiced"] != 3 {
+		t.Fatalf("statuses %v, want the 3 accepted orders invoiced", st)
+	}
+	if n := invoicedUnits(t, p, sku, ann); n != 3 {
+		t.Fatalf("MySQL invoiced %d units to the customer, want 3", n)
+	}
+}

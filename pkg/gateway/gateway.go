@@ -171,6 +171,9 @@ func (s *Service) Accept(ctx context.Context, o order.Order, idemKey string) (Ac
 		return Accepted{}, s.reserveFailed(ctx, o, c, res, err)
 	}
 	o.AcceptedAtMs = s.Now().UnixMilli()
+	// MySQL judges the order by the purchase limit Redis reserved it
+	// under, not by one set after it was accepted.
+	o.MaxPerCustomer = res.MaxPerCustomer
 	if err := s.publish(ctx, o); err != nil {
 		return Accepted{}, s.publishFailed(ctx, o, c, res, err)
 	}

@@ -34,15 +34,17 @@ type Stock struct {
 	Redis StockCache
 }
 
-// Load creates the product when missing and sets its stock in MySQL
-// (refused with order.ErrConflict below what MySQL sold) and in Redis
-// (refused with a *stock.BelowHeldError, which matches order.ErrConflict,
-// below what Redis holds sold or reserved right now). Redis is loaded
-// inside the MySQL transaction, the product row locked: a refusal from
-// either changes neither. When Redis fails without an answer (the load
-// may or may not have run), MySQL keeps the higher of the old and new
-// stock, so that it holds every unit Redis may sell; the error says to
-// load again.
+// Load creates the product when missing and sets its stock and purchase
+// limit in MySQL (refused with order.ErrConflict below what MySQL sold)
+// and in Redis (refused with a *stock.BelowHeldError, which matches
+// order.ErrConflict, below what Redis holds sold or reserved right now).
+// Redis is loaded inside the MySQL transaction, the product row locked: a
+// refusal from either changes neither. When Redis fails without an answer
+// (the load may or may not have run), MySQL keeps what Redis may hold at
+// the loosest (held): the higher of the old and new stock, so that it
+// holds every unit Redis may sell, and the looser of the old and new
+// limits, so that Redis admits no purchase MySQL would not; the error
+// says to load again.
 func (s *Stock) Load(ctx context.Context, sku string, req admin.LoadRequest) (admin.StockReport, error) {
 	if err := order.ValidateSKU(sku); err != nil {
 		return admin.StockReport{}, err
@@ -53,7 +55,7 @@ func (s *Stock) Load(ctx context.Context, sku string, req admin.LoadRequest) (ad
 	var v stock.View
 	loaded := false
 	p, err := s.DB.SetStockWith(ctx, sku, *req.Stock, req.Name, req.PriceCents, req.MaxPerCustomer,
-		func(ctx context.Context, prev, next store.Product) (bool, error) {
+		func(ctx context.Context, prev, next store.Product) (*store.Product, error) {
 			var err error
 			// Redis takes MySQL's limit, kept or new, so both agree.
 			v, err = s.Redis.SetStockLimit(ctx, sku, next.Stock, next.Sold, &next.MaxPerCustomer)
@@ -61,12 +63,16 @@ func (s *Stock) Load(ctx context.Context, sku string, req admin.LoadRequest) (ad
 			switch {
 			case err == nil:
 				loaded = true
-				return false, nil
+				return nil, nil
 			case errors.As(err, &below):
-				return false, fmt.Errorf("stock not changed: %w", err)
+				return nil, fmt.Errorf("stock not changed: %w", err)
 			}
-			keep, held := next.Stock >= prev.Stock, max(next.Stock, prev.Stock)
-			return keep, fmt.Errorf("load stock into Redis (MySQL holds stock=%d; load again): %w", held, err)
+			h := held(prev, next)
+			err = fmt.Errorf("load stock into Redis (MySQL holds stock=%d, max_per_customer=%d; load again): %w", h.Stock, h.MaxPerCustomer, err)
+			if h.Stock == prev.Stock && h.MaxPerCustomer == prev.MaxPerCustomer {
+				return nil, err // nothing to hold beyond what MySQL had
+			}
+			return &h, err
 		})
 	switch {
 	case err != nil && loaded:
@@ -75,6 +81,18 @@ func (s *Stock) Load(ctx context.Context, sku string, req admin.LoadRequest) (ad
 		return admin.StockReport{}, err
 	}
 	return report(sku, &p, v), nil
+}
+
+// held is the product row that holds whatever Redis may hold after a load
+// from prev to next whose outcome is unknown: the higher stock and the
+// looser purchase limit (0, none, is the loosest).
+func held(prev, next store.Product) store.Product {
+	h := next
+	h.Stock = max(prev.Stock, next.Stock)
+	if prev.MaxPerCustomer == 0 || next.MaxPerCustomer != 0 && prev.MaxPerCustomer > next.MaxPerCustomer {
+		h.MaxPerCustomer = prev.MaxPerCustomer
+	}
+	return h
 }
 
 // Show reads a SKU from MySQL and Redis. A SKU unknown to both wraps

@@ -76,6 +76,14 @@ type Order struct {
 	CustomerID string `json:"customer_id"`
 	// AcceptedAtMs is when the gateway reserved the stock (Unix ms).
 	AcceptedAtMs int64 `json:"accepted_at_ms,omitempty"`
+	// MaxPerCustomer is the purchase limit per customer Redis applied when
+	// it reserved the order (0: the SKU had none). MySQL judges the order
+	// by it, not by the product's limit when the order reaches MySQL, so
+	// that a limit changed after the order was accepted never turns it
+	// into a rejection. Nil when the message does not say (a gateway of an
+	// earlier version, a reservation made before reservations recorded
+	// their limit): MySQL then applies the product's current limit.
+	MaxPerCustomer *int `json:"max_per_customer,omitempty"`
 }
 
 // Validate checks every field of an order as a client sent it. The error

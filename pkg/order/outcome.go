@@ -22,6 +22,13 @@ type Reservation struct {
 	// and may have reserved anyway (a timeout after the script ran): Undo
 	// takes it back only with the same nonce.
 	Nonce string
+	// MaxPerCustomer is the purchase limit per customer the order was
+	// reserved under (0: none), as Redis recorded it with the reservation;
+	// the order carries it to MySQL (Order.MaxPerCustomer). Nil when the
+	// script could not tell: a repeat of an order whose reservation is
+	// settled (MySQL holds its outcome) or was made before reservations
+	// recorded their limit.
+	MaxPerCustomer *int
 }
 
 // ErrUndone answers a retry's reservation (ReserveRetry) for an order its

@@ -14,21 +14,27 @@ import (
 )
 
 // repairCounts aligns the SKU's purchase limit in Redis with MySQL's (when
-// Redis still holds what v read: a load racing is kept), then the
-// per-customer counts of a SKU with a limit (keys.CustomerUnits) with what
-// MySQL invoiced to each customer and the counted reservations
-// (lua/counts.lua), when Redis's sold still is sold, what the round's
-// repair left: a commit since then could be of an order the MySQL read
-// missed, counted nowhere; the counts are then left alone and aligned is
-// false, so the round runs again. v was read before t, so a
+// Redis still holds what v read: a load racing is kept), then, with
+// counts, the per-customer counts of a SKU with a limit
+// (keys.CustomerUnits) with what MySQL invoiced to each customer and the
+// counted reservations (lua/counts.lua), when Redis's sold still is sold,
+// what the round's repair left: a commit since then could be of an order
+// the MySQL read missed, counted nowhere; the counts are then left alone
+// and aligned is false, so the round runs again. Without counts (the
+// round's repair found sold moving already) only the limit is aligned. v
+// was read before t, so a
 // counted reservation of v whose order MySQL had not invoiced either is
 // still open (counted from the live reservations), was committed since
 // (counted from its state C) or was released (counted no more). The
 // customers are those MySQL invoiced and those holding a counted
 // reservation in v. A SKU without a limit costs nothing.
-func repairCounts(ctx context.Context, rdb Redis, sku string, v view, t Truth, sold string, dryRun bool) (*admin.LimitChange, []admin.CountChange, bool, error) {
+func repairCounts(ctx context.Context, rdb Redis, sku string, v view, t Truth, sold string, counts, dryRun bool) (*admin.LimitChange, []admin.CountChange, bool, error) {
 	if t.MaxPerCustomer <= 0 && v.maxRaw == "" {
 		return nil, nil, true, nil
+	}
+	if !counts {
+		// No customer given: the script aligns the limit alone.
+		v.resv, t.CustomerUnits = nil, nil
 	}
 	type held struct {
 		id, customer string
@@ -96,8 +102,8 @@ func repairCounts(ctx context.Context, rdb Redis, sku string, v view, t Truth, s
 		s, _ := x.(string)
 		flat = append(flat, s)
 	}
-	counts, err := parseCounts(flat)
-	return limit, counts, aligned == 1, err
+	changes, err := parseCounts(flat)
+	return limit, changes, aligned == 1, err
 }
 
 // parseCounts reads lua/counts.lua's changes: {customer, old, new, ...}.

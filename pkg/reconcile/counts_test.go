@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -194,5 +196,117 @@ func TestCountsWaitWhenSoldMoved(t *testing.T) {
 	}
 	if raw := run("0"); raw[3] != int64(1) || e.count(sku, ann) != 2 {
 		t.Fatalf("sold unchanged: reply %v, count %d; want aligned and the count 2", raw, e.count(sku, ann))
+	}
+}
+
+// TestRepublishCarriesTheLimitReservedUnder: orders whose reservations
+// outlived the grace are published again with the purchase limit their
+// reservations record (0 for one made with no limit; none for one
+// recorded before reservations kept their limit), so MySQL judges them as
+// their first message would have: the limit lowered since rejects none.
+func TestRepublishCarriesTheLimitReservedUnder(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sku := e.product(10)
+	ann, bob, cat := testenv.Unique("ann-"), testenv.Unique("bob-"), testenv.Unique("cat-")
+	old := time.Now().Add(-2 * time.Minute)
+	free := buyer(sku, bob, 1, 1)
+	e.reserveAt(free, old)
+	setLimit := func(limit int) {
+		t.Helper()
+		if _, err := e.db.SetStockWith(ctx, sku, 10, nil, nil, &limit, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.st.SetStockLimit(ctx, sku, 10, 0, &limit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setLimit(5)
+	var anns []order.Order
+	for i := range 3 {
+		o := buyer(sku, ann, i, 1)
+		e.reserveAt(o, old)
+		anns = append(anns, o)
+	}
+	legacy := buyer(sku, cat, 1, 1)
+	e.reserveAt(legacy, old)
+	v, err := e.rdb.HGet(ctx, keys.Resv(sku), legacy.ID).Result()
+	if err != nil || !strings.HasSuffix(v, ":L5") {
+		t.Fatalf("reservation under limit 5: %q %v", v, err)
+	}
+	if err := e.rdb.HSet(ctx, keys.Resv(sku), legacy.ID, strings.TrimSuffix(v, "5")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	setLimit(2)
+
+	pub := &published{}
+	if rep := e.reconciler(reconcile.Options{Grace: time.Minute, Publisher: pub}).SKU(ctx, sku, false); rep.Outcome == admin.SKUFailed {
+		t.Fatal(rep.Error)
+	}
+	want := map[string]string{free.ID: "0", legacy.ID: "none"}
+	for _, o := range anns {
+		want[o.ID] = "5"
+	}
+	got := map[string]string{}
+	for _, o := range pub.orders {
+		got[o.ID] = "none"
+		if o.MaxPerCustomer != nil {
+			got[o.ID] = fmt.Sprint(*o.MaxPerCustomer)
+		}
+		if res := e.process(o); res.Status != order.StatusInvoiced {
+			t.Errorf("republished %s (limit %s): %s %s, want invoiced", o.ID, got[o.ID], res.Status, res.Reason)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("republished with limits %v, want %v", got, want)
+	}
+}
+
+// sellingLedger sells one unit (MySQL, then Redis's commit) right after
+// each MySQL snapshot, as a busy sale would between the reconciler's read
+// and its repair: sold moves in every round.
+type sellingLedger struct {
+	reconcile.Ledger
+	e   *env
+	sku string
+	n   *int
+}
+
+func (l sellingLedger) Snapshot(ctx context.Context, sku string, ids []string, lookback time.Duration) (reconcile.Truth, error) {
+	t, err := l.Ledger.Snapshot(ctx, sku, ids, lookback)
+	*l.n++
+	o := buyer(l.sku, fmt.Sprint("busy-", *l.n), *l.n, 1)
+	if _, err := l.e.st.Reserve(ctx, o); err != nil {
+		l.e.t.Fatal(err)
+	}
+	l.e.work(o)
+	return t, err
+}
+
+// TestLimitRealignedWhileSoldMoves: Redis applies another purchase limit
+// than MySQL (a load whose reply was lost), and sold moves in every round
+// of the reconciler (a busy sale): the counts wait for a round where sold
+// stands still, but the limit is set back to MySQL's at once.
+func TestLimitRealignedWhileSoldMoves(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sku := e.limitedProduct(20, 2)
+	e.set(keys.MaxPerCustomer(sku), 5)
+	var n int
+	rec := reconcile.New(e.rdb, sellingLedger{reconcile.StoreLedger{Store: e.db}, e, sku, &n},
+		reconcile.Options{Grace: time.Minute, Attempts: 2, Backoff: time.Millisecond, Log: quiet()})
+	rep := rec.SKU(ctx, sku, false)
+	if rep.Outcome != admin.SKUBusy {
+		t.Fatalf("outcome %s, want busy: sold moved in every round", rep.Outcome)
+	}
+	if v, err := e.st.View(ctx, sku); err != nil || v.MaxPerCustomer != 2 {
+		t.Fatalf("Redis's limit after the reconciler: %d %v, want MySQL's 2", v.MaxPerCustomer, err)
+	}
+	var changed bool
+	for _, r := range rep.Repairs {
+		changed = changed || r.MaxPerCustomer != nil && *r.MaxPerCustomer == (admin.LimitChange{Old: 5, New: 2})
+	}
+	if !changed {
+		t.Fatalf("repairs %+v, want the limit reported 5 -> 2", rep.Repairs)
 	}
 }

@@ -191,17 +191,16 @@ func (r *Reconciler) round(ctx context.Context, sku string, dryRun bool) (admin.
 	if err = r.republish(ctx, sku, p.adopts, &ch, dryRun); err != nil {
 		return ch, found, err
 	}
-	if !ch.Aligned {
-		return ch, found, nil // the round runs again; the counts wait for it
-	}
 	// What the repair left as sold (in a dry run, what was read): a commit
-	// after it moves sold, and the counts wait for the next round.
+	// after it moves sold, and the counts wait for the next round. The
+	// limit does not: it is set back to MySQL's in every round, or a busy
+	// sale, moving sold in each, would keep the wrong one.
 	sold := v.soldRaw
 	if !dryRun {
 		sold = strconv.Itoa(ch.After.Sold)
 	}
 	var countsAligned bool
-	ch.MaxPerCustomer, ch.CustomerCounts, countsAligned, err = repairCounts(ctx, r.rdb, sku, v, t, sold, dryRun)
+	ch.MaxPerCustomer, ch.CustomerCounts, countsAligned, err = repairCounts(ctx, r.rdb, sku, v, t, sold, ch.Aligned, dryRun)
 	ch.Aligned = ch.Aligned && countsAligned
 	return ch, found, err
 }

@@ -84,14 +84,18 @@ func (r *Reconciler) adopt(ctx context.Context, sku string, ops []releaseOp) (ma
 	return adopted, nil
 }
 
-// heldOrder rebuilds the order a reservation holds, to publish it.
+// heldOrder rebuilds the order a reservation holds, to publish it, with
+// the purchase limit the reservation was made under, as the gateway
+// publishes it: MySQL judges the order by that limit, not by one set
+// since (none for a reservation recorded before reservations kept their
+// limit: MySQL applies the product's).
 func heldOrder(sku string, op releaseOp) (order.Order, error) {
 	h, err := stock.ParseHeld(op.held)
 	if err != nil {
 		return order.Order{}, err
 	}
 	o := order.Order{ID: op.id, SKU: sku, Qty: h.Qty, CustomerID: h.CustomerID,
-		AcceptedAtMs: h.ReservedAt.UnixMilli()}
+		AcceptedAtMs: h.ReservedAt.UnixMilli(), MaxPerCustomer: h.MaxPerCustomer}
 	if err := o.Validate(); err != nil {
 		return order.Order{}, fmt.Errorf("reservation %s=%s: %w", op.id, strconv.Quote(op.held), err)
 	}

@@ -244,3 +244,106 @@ func BenchmarkReserveLimited(b *testing.B) {
 		}
 	})
 }
+
+// TestReserveReportsTheLimitItApplied: every reservation reports, and
+// records, the purchase limit it was made under (0: none), so that the
+// order carries it to MySQL; a repeat reports the one its reservation
+// records, whatever the limit is now; a release gives back the units of a
+// reservation recorded in either form (":L<N>", or ":L" written before the
+// limit was recorded).
+func TestReserveReportsTheLimitItApplied(t *testing.T) {
+	ctx := context.Background()
+	s, sku := setup(t, 10)
+	limitOf := func(r order.Reservation) string {
+		if r.MaxPerCustomer == nil {
+			return "unknown"
+		}
+		return fmt.Sprint(*r.MaxPerCustomer)
+	}
+	free := custOrder(sku, "ann", 1, 1)
+	if r, err := s.Reserve(ctx, free); err != nil || limitOf(r) != "0" {
+		t.Fatalf("no limit: %s %v, want 0", limitOf(r), err)
+	}
+	five, two := 5, 2
+	if _, err := s.SetStockLimit(ctx, sku, 10, 0, &five); err != nil {
+		t.Fatal(err)
+	}
+	under5 := custOrder(sku, "ann", 2, 1)
+	if r, err := s.Reserve(ctx, under5); err != nil || limitOf(r) != "5" {
+		t.Fatalf("limit 5: %s %v, want 5", limitOf(r), err)
+	}
+	if h := mustView(t, s, sku).Reservations[under5.ID]; !h.Counted || h.MaxPerCustomer == nil || *h.MaxPerCustomer != 5 {
+		t.Fatalf("reservation under limit 5: %+v", h)
+	}
+	if _, err := s.SetStockLimit(ctx, sku, 10, 0, &two); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []order.Order{free, under5} {
+		r, err := s.ReserveRetry(ctx, o)
+		if want := map[string]string{free.ID: "0", under5.ID: "5"}[o.ID]; err != nil || !r.Repeat || limitOf(r) != want {
+			t.Fatalf("repeat of %s after the limit became 2: %+v %s %v, want a repeat reporting %s", o.ID, r, limitOf(r), err, want)
+		}
+	}
+	under2 := custOrder(sku, "bob", 1, 2)
+	if r, err := s.Reserve(ctx, under2); err != nil || limitOf(r) != "2" {
+		t.Fatalf("limit 2: %s %v, want 2", limitOf(r), err)
+	}
+	// A reservation written before the limit was recorded: counted, its
+	// limit unknown.
+	old := custOrder(sku, "cat", 1, 1)
+	rdb := testenv.Redis(t)
+	if err := rdb.HSet(ctx, keys.Resv(sku), old.ID, "1:1700000000000:abcd1234:cat:L").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.DecrBy(ctx, keys.Avail(sku), 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, keys.OrderState(sku, old.ID), "A", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, keys.CustomerUnits(sku, "cat"), 1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.ReserveRetry(ctx, old); err != nil || !r.Repeat || r.MaxPerCustomer != nil {
+		t.Fatalf("repeat of a reservation recorded as \":L\": %+v %v, want a repeat with no limit known", r, err)
+	}
+	if h := mustView(t, s, sku).Reservations[old.ID]; !h.Counted || h.MaxPerCustomer != nil {
+		t.Fatalf("reservation recorded as \":L\": %+v", h)
+	}
+	for _, o := range []order.Order{under5, under2, old} {
+		if n, err := s.Release(ctx, sku, o.ID, order.ReleaseRejected); err != nil || n != o.Qty {
+			t.Fatalf("release %s: %d %v", o.ID, n, err)
+		}
+	}
+	for _, c := range []string{"ann", "bob", "cat"} {
+		if got := units(t, sku, c); got != 0 {
+			t.Fatalf("%s's units after the releases = %d, want 0", c, got)
+		}
+	}
+}
+
+func TestParseHeldLimit(t *testing.T) {
+	for val, want := range map[string]string{
+		"2:1700000000000:n:ann":     "counted=false limit=0",
+		"2:1700000000000:n:ann:L5":  "counted=true limit=5",
+		"2:1700000000000:n:ann:L":   "counted=true limit=unknown",
+		"2:1700000000000":           "counted=false limit=0",
+		"2:1700000000000:n:L5":      "counted=false limit=0",
+		"2:1700000000000:n:ann:L0":  "error",
+		"2:1700000000000:n:ann:Lx":  "error",
+		"2:1700000000000:n:ann:L-1": "error",
+	} {
+		h, err := stock.ParseHeld(val)
+		got := "error"
+		if err == nil {
+			limit := "unknown"
+			if h.MaxPerCustomer != nil {
+				limit = fmt.Sprint(*h.MaxPerCustomer)
+			}
+			got = fmt.Sprintf("counted=%t limit=%s", h.Counted, limit)
+		}
+		if got != want {
+			t.Errorf("ParseHeld(%q) = %s (%v), want %s", val, got, err, want)
+		}
+	}
+}

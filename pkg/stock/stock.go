@@ -137,13 +137,17 @@ func (s *Stock) reserve(ctx context.Context, o order.Order, newClaim string) (or
 	if err != nil {
 		return r, fmt.Errorf("reserve sku=%s order=%s: %w", o.SKU, o.ID, err)
 	}
-	if len(res) != 2 {
+	if len(res) != 3 {
 		return r, fmt.Errorf("reserve sku=%s: unexpected reply %v", o.SKU, res)
 	}
 	// The script answers avail 0 with every code but 0, 1 and 6.
 	r.Avail, r.Repeat = int(res[1]), res[0] == 2 || res[0] == 3 || res[0] == 7
 	switch res[0] {
 	case 1, 2:
+		if res[2] >= 0 {
+			limit := int(res[2])
+			r.MaxPerCustomer = &limit
+		}
 		return r, nil
 	case 0:
 		return r, fmt.Errorf("reserve sku=%s qty=%d avail=%d: %w", o.SKU, o.Qty, res[1], order.ErrSoldOut)
@@ -264,6 +268,10 @@ type Held struct {
 	// Counted is true when the units are counted in the customer's units
 	// against the SKU's purchase limit (keys.CustomerUnits).
 	Counted bool `json:"counted,omitempty"`
+	// MaxPerCustomer is the purchase limit the order was reserved under (0:
+	// none), nil for a counted reservation written before reservations
+	// recorded their limit.
+	MaxPerCustomer *int `json:"max_per_customer,omitempty"`
 }
 
 // Consistent reports whether avail + reserved + sold == stock.
@@ -313,13 +321,24 @@ func parseView(sku string, raw []any) (View, error) {
 }
 
 // ParseHeld reads a reservation value "qty:reserved_ms:nonce:customer",
-// followed by ":L" when it is counted against the SKU's purchase limit
-// (lua/reserve.lua); values written before the nonce and customer were
-// recorded, "qty:reserved_ms", are read with those empty.
+// followed by ":L<N>" when it is counted against the SKU's purchase limit
+// of N (lua/reserve.lua; ":L" alone before reservations recorded the
+// limit); values written before the nonce and customer were recorded,
+// "qty:reserved_ms", are read with those empty.
 func ParseHeld(val string) (Held, error) {
 	f := strings.Split(val, ":")
-	counted := len(f) == 5 && f[4] == "L"
+	none := 0
+	limit := &none
+	counted := len(f) == 5 && strings.HasPrefix(f[4], "L")
 	if counted {
+		limit = nil
+		if f[4] != "L" {
+			n, err := strconv.Atoi(f[4][1:])
+			if err != nil || n <= 0 {
+				return Held{}, fmt.Errorf("malformed reservation limit %q", val)
+			}
+			limit = &n
+		}
 		f = f[:4]
 	}
 	if len(f) != 2 && len(f) != 4 {
@@ -333,7 +352,7 @@ func ParseHeld(val string) (Held, error) {
 	if err != nil {
 		return Held{}, fmt.Errorf("malformed reservation time %q: %w", val, err)
 	}
-	h := Held{Qty: qty, ReservedAt: time.UnixMilli(ms).UTC(), Counted: counted}
+	h := Held{Qty: qty, ReservedAt: time.UnixMilli(ms).UTC(), Counted: counted, MaxPerCustomer: limit}
 	if len(f) == 4 {
 		h.Nonce, h.CustomerID = f[2], f[3]
 	}

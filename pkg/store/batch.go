@@ -32,8 +32,9 @@ const batchAttempts = 3
 // ProcessBatch processes many orders in one transaction, with the outcome
 // Process would give each of them in turn (but no InvoiceID for the orders
 // it invoices itself): per SKU, orders are accepted in batch order while
-// they fit in stock - sold (read FOR UPDATE) and in the customer's purchase
-// limit (invoiced units read with a locking read), with one
+// they fit in stock - sold (read FOR UPDATE) and within a purchase limit
+// that could have admitted them (holding.refuses; the customer's invoiced
+// orders read with a locking read), with one
 // guarded UPDATE per SKU and multi-row INSERTs for orders and invoices.
 // Orders already in MySQL, and the second occurrence of an order id inside
 // the batch, are reported as Duplicate. When the same order carries

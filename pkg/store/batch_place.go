@@ -33,21 +33,22 @@ func (b *batch) place(ctx context.Context, tx *sqlx.Tx) error {
 	b.pending(func(i int, it BatchItem) {
 		o := it.Order
 		p, ok := products[o.SKU]
+		limit := acceptedUnder(o, p.MaxPerCustomer)
 		switch {
 		case !ok:
 			b.settle(i, BatchResult{Err: unknownSKU(o)})
 		case p.Sold+taken[o.SKU]+o.Qty > p.Stock:
-			b.reject(i, it, order.ReasonCompensated, &orders)
-		case p.MaxPerCustomer > 0 && had[custKey(o)]+o.Qty > p.MaxPerCustomer:
-			b.reject(i, it, order.ReasonPurchaseLimit, &orders)
+			b.reject(i, it, order.ReasonCompensated, limit, &orders)
+		case had[custKey(o)].refuses(limit, p.MaxPerCustomer, o.Qty):
+			b.reject(i, it, order.ReasonPurchaseLimit, limit, &orders)
 		default:
 			taken[o.SKU] += o.Qty
-			if p.MaxPerCustomer > 0 {
-				had[custKey(o)] += o.Qty
-			}
+			h := had[custKey(o)]
+			h.add(limit, o.Qty)
+			had[custKey(o)] = h
 			amount := p.PriceCents * int64(o.Qty)
 			b.out[i].Processed = order.Processed{Status: order.StatusInvoiced, AmountCents: amount}
-			orders = append(orders, newOrderRow(o, it.Fence, order.StatusInvoiced, ""))
+			orders = append(orders, newOrderRow(o, it.Fence, order.StatusInvoiced, "", limit))
 			invoices = append(invoices, invoiceRow{OrderID: o.ID, SKU: o.SKU, Qty: o.Qty, AmountCents: amount})
 		}
 	})
@@ -60,26 +61,28 @@ func (b *batch) place(ctx context.Context, tx *sqlx.Tx) error {
 	return insertInvoices(ctx, tx, invoices)
 }
 
-// reject records item i as rejected for reason.
-func (b *batch) reject(i int, it BatchItem, reason string, orders *[]orderRow) {
+// reject records item i, accepted under limit, as rejected for reason.
+func (b *batch) reject(i int, it BatchItem, reason string, limit int, orders *[]orderRow) {
 	b.out[i].Processed = order.Processed{Status: order.StatusRejected, Reason: reason}
-	*orders = append(*orders, newOrderRow(it.Order, it.Fence, order.StatusRejected, reason))
+	*orders = append(*orders, newOrderRow(it.Order, it.Fence, order.StatusRejected, reason, limit))
 }
 
 // custKey names a customer's units of one SKU.
 func custKey(o order.Order) string { return o.SKU + "\x00" + o.CustomerID }
 
-// customerUnits reads, with the products locked, the invoiced units of
-// each pending customer of every SKU that has a purchase limit (keyed by
-// custKey). SKUs without a limit cost no query.
-func (b *batch) customerUnits(ctx context.Context, tx *sqlx.Tx, products map[string]Product) (map[string]int, error) {
+// customerUnits reads, with the products locked, what each pending
+// customer holds (holding, keyed by custKey) of every SKU that has a
+// purchase limit, for the customers with an order accepted under one.
+// SKUs without a limit, and orders accepted with none, cost no query.
+func (b *batch) customerUnits(ctx context.Context, tx *sqlx.Tx, products map[string]Product) (map[string]holding, error) {
 	bySKU := make(map[string][]string)
 	b.pending(func(_ int, it BatchItem) {
-		if p, ok := products[it.Order.SKU]; ok && p.MaxPerCustomer > 0 {
+		p, ok := products[it.Order.SKU]
+		if ok && p.MaxPerCustomer > 0 && acceptedUnder(it.Order, p.MaxPerCustomer) > 0 {
 			bySKU[it.Order.SKU] = append(bySKU[it.Order.SKU], it.Order.CustomerID)
 		}
 	})
-	had := make(map[string]int)
+	had := make(map[string]holding)
 	skus := make([]string, 0, len(bySKU))
 	for sku := range bySKU {
 		skus = append(skus, sku)
@@ -92,8 +95,8 @@ func (b *batch) customerUnits(ctx context.Context, tx *sqlx.Tx, products map[str
 		if err != nil {
 			return nil, err
 		}
-		for c, n := range units {
-			had[sku+"\x00"+c] = n
+		for c, h := range units {
+			had[sku+"\x00"+c] = h
 		}
 	}
 	return had, nil

@@ -122,3 +122,122 @@ func TestProcessBatchCountsTheBatchAgainstTheLimit(t *testing.T) {
 		}
 	}
 }
+
+// under is o as a gateway sends it when Redis reserved it under the
+// purchase limit limit (0: none).
+func under(o order.Order, limit int) order.Order {
+	o.MaxPerCustomer = &limit
+	return o
+}
+
+// TestLimitJudgedAsWhenAccepted: MySQL judges an order by the purchase
+// limit Redis reserved it under, which the order carries, not by the
+// product's limit when the order reaches MySQL: a limit lowered or set
+// after orders were accepted turns none of them into a rejection, also
+// when orders accepted under a raised limit are invoiced first; a customer
+// past the limits its orders were accepted under and the product's limit
+// now (Redis lost its count in a failover) is still refused; an order that
+// carries no limit (an earlier gateway's) is judged by the product's
+// current limit. Each case
+// runs through Process, one order after the other, and through one
+// ProcessBatch of all its orders in the same order.
+func TestLimitJudgedAsWhenAccepted(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	ann := func(n, limit int) order.Order { return under(custOrd(fmt.Sprint("a", n), "", "ann", 1), limit) }
+	cases := []struct {
+		name        string
+		limit, now  int // the product's limit when the orders were accepted, and when processed
+		orders      []order.Order
+		wantInvoice []bool
+	}{{
+		name: "lowered after acceptance", limit: 5, now: 2,
+		orders:      []order.Order{ann(1, 5), ann(2, 5), ann(3, 5)},
+		wantInvoice: []bool{true, true, true},
+	}, {
+		name: "accepted with no limit, then one set", limit: 0, now: 2,
+		orders:      []order.Order{ann(1, 0), ann(2, 0), ann(3, 0)},
+		wantInvoice: []bool{true, true, true},
+	}, {
+		// a1, a2 were accepted under 2, the limit was raised to 5 and
+		// a3-a5 accepted, then lowered to 2 again; the later orders reach
+		// MySQL first. Redis held ann to 5 in all.
+		name: "raised, lowered, the later orders first", limit: 2, now: 2,
+		orders:      []order.Order{ann(3, 5), ann(4, 5), ann(5, 5), ann(2, 2), ann(1, 2)},
+		wantInvoice: []bool{true, true, true, true, true},
+	}, {
+		name: "past the limit accepted under: a lost count", limit: 2, now: 2,
+		orders:      []order.Order{ann(1, 2), ann(2, 2), ann(3, 2), ann(4, 2)},
+		wantInvoice: []bool{true, true, false, false},
+	}, {
+		// The product's limit now could have admitted them: nothing to
+		// refuse.
+		name: "a lost count, the limit raised since", limit: 2, now: 4,
+		orders:      []order.Order{ann(1, 2), ann(2, 2), ann(3, 2), ann(4, 2), ann(5, 2)},
+		wantInvoice: []bool{true, true, true, true, false},
+	}, {
+		name: "no count under a limit before", limit: 0, now: 2,
+		orders:      []order.Order{ann(1, 0), ann(2, 0), ann(3, 0), ann(4, 2), ann(5, 2), ann(6, 2)},
+		wantInvoice: []bool{true, true, true, true, true, false},
+	}, {
+		name: "no limit carried: the product's", limit: 5, now: 2,
+		orders: []order.Order{custOrd("a1", "", "ann", 1), custOrd("a2", "", "ann", 1),
+			custOrd("a3", "", "ann", 1)},
+		wantInvoice: []bool{true, true, false},
+	}}
+	for n, c := range cases {
+		for _, batch := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/batch=%t", c.name, batch), func(t *testing.T) {
+				sku := fmt.Sprintf("lim%d-%t", n, batch)
+				seedLimited(t, s, sku, 100, c.limit)
+				now := c.now
+				if _, err := s.SetStockWith(ctx, sku, 100, nil, nil, &now, nil); err != nil {
+					t.Fatal(err)
+				}
+				var got []order.Processed
+				var items []BatchItem
+				for _, o := range c.orders {
+					o.SKU, o.ID = sku, sku+"-"+o.ID
+					if !batch {
+						res, err := s.Process(ctx, o, 0)
+						if err != nil {
+							t.Fatal(err)
+						}
+						got = append(got, res)
+					}
+					items = append(items, BatchItem{Order: o})
+				}
+				if batch {
+					out, err := s.ProcessBatch(ctx, items)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, r := range out {
+						if r.Err != nil {
+							t.Fatal(r.Err)
+						}
+						got = append(got, r.Processed)
+					}
+				}
+				for i, res := range got {
+					want := order.Processed{Status: order.StatusInvoiced}
+					if !c.wantInvoice[i] {
+						want = order.Processed{Status: order.StatusRejected, Reason: order.ReasonPurchaseLimit}
+					}
+					if res.Status != want.Status || res.Reason != want.Reason {
+						t.Errorf("order %d (%s): %s %s, want %s %s", i, items[i].Order.ID, res.Status, res.Reason, want.Status, want.Reason)
+					}
+					// The row records the limit the order was judged by.
+					o, judged := items[i].Order, c.now
+					if o.MaxPerCustomer != nil {
+						judged = *o.MaxPerCustomer
+					}
+					if n := count(t, s, "SELECT max_per_customer FROM orders WHERE order_id = ?", o.ID); n != judged {
+						t.Errorf("order %s recorded under limit %d, want %d", o.ID, n, judged)
+					}
+				}
+				checkLedger(t, s, sku)
+			})
+		}
+	}
+}

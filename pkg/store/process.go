@@ -17,10 +17,11 @@ const guardSQL = "UPDATE products SET sold = sold + ? WHERE sku = ? AND sold + ?
 
 // Process turns an order into an invoice, or a rejection when the stock is
 // sold out (order.ReasonCompensated) or the order would take its customer
-// past the SKU's purchase limit (order.ReasonPurchaseLimit), in one
-// transaction. With fence > 0 it first records the order's
-// fencing token and refuses (order.ErrStaleFence, nothing written) when a
-// higher one is already recorded. An order processed before is reported as
+// past every purchase limit that could have admitted it
+// (order.ReasonPurchaseLimit, see holding.refuses), in one transaction.
+// With fence > 0 it first records the order's fencing token and refuses
+// (order.ErrStaleFence, nothing written) when a higher one is already
+// recorded. An order processed before is reported as
 // Duplicate with its first outcome, and writes nothing. An unknown SKU
 // fails with order.ErrUnknownSKU and writes nothing. Deadlocks and lock
 // wait timeouts come back wrapped: test them with IsTransient.
@@ -90,21 +91,21 @@ func placeOrder(ctx context.Context, tx *sqlx.Tx, o order.Order, fence int64) (o
 	if err != nil {
 		return order.Processed{}, fmt.Errorf("read price sku=%s: %w", o.SKU, err)
 	}
-	reason := ""
+	reason, limit := "", acceptedUnder(o, p.Max)
 	if taken != 1 {
 		reason = order.ReasonCompensated
-	} else if reason, err = limitGuard(ctx, tx, o, p.Max); err != nil {
+	} else if reason, err = limitGuard(ctx, tx, o, limit, p.Max); err != nil {
 		return order.Processed{}, err
 	}
 	if reason != "" {
-		row := newOrderRow(o, fence, order.StatusRejected, reason)
+		row := newOrderRow(o, fence, order.StatusRejected, reason, limit)
 		if err := insertOrders(ctx, tx, []orderRow{row}); err != nil {
 			return order.Processed{}, err
 		}
 		return order.Processed{Status: order.StatusRejected, Reason: reason}, nil
 	}
 	price := p.Price
-	if err := insertOrders(ctx, tx, []orderRow{newOrderRow(o, fence, order.StatusInvoiced, "")}); err != nil {
+	if err := insertOrders(ctx, tx, []orderRow{newOrderRow(o, fence, order.StatusInvoiced, "", limit)}); err != nil {
 		return order.Processed{}, err
 	}
 	inv := invoiceRow{OrderID: o.ID, SKU: o.SKU, Qty: o.Qty, AmountCents: price * int64(o.Qty)}
@@ -119,22 +120,65 @@ func placeOrder(ctx context.Context, tx *sqlx.Tx, o order.Order, fence int64) (o
 	return order.Processed{Status: order.StatusInvoiced, InvoiceID: id, AmountCents: inv.AmountCents}, nil
 }
 
-// limitGuard refuses (order.ReasonPurchaseLimit) an order whose units the
-// guard took but that would take its customer past the SKU's purchase
-// limit, counting the customer's invoiced units of the SKU, and gives the
-// units back to the product. It runs with the product row locked by the
-// guard, so orders of one SKU pass it one at a time; the count is a
-// locking read, which sees every committed order whatever the
-// transaction's snapshot. No limit (0) costs no query.
-func limitGuard(ctx context.Context, tx *sqlx.Tx, o order.Order, limit int) (string, error) {
-	if limit <= 0 {
+// acceptedUnder is the purchase limit o was accepted under (0: none): the
+// one Redis reserved it under, which the order carries, or, for an order
+// that does not say (a gateway of an earlier version), now, the product's
+// limit.
+func acceptedUnder(o order.Order, now int) int {
+	if o.MaxPerCustomer != nil {
+		return *o.MaxPerCustomer
+	}
+	return now
+}
+
+// holding is what a customer holds of a SKU as the limit guard counts it:
+// the units of its invoiced orders accepted under a limit, and the
+// loosest limit any of them was accepted under. Orders accepted with no
+// limit count in neither: Redis did not count them (a limit set mid-sale
+// counts them once the reconciler does, and Redis then refuses, never
+// MySQL). Orders written before orders recorded their limit count their
+// units, their limit unknown.
+type holding struct{ units, loosest int }
+
+// refuses tells whether an order of qty units accepted under limit takes
+// a customer holding h past every purchase limit that could have admitted
+// it: its own, those its customer's invoiced orders were accepted under,
+// and the product's limit now (0: none, and nothing is refused). Redis,
+// counting right, admits an order only while the customer's units stay
+// within the limit then in force, so the units of orders it admitted stay
+// within the limit of the last one admitted, whichever order MySQL sees
+// them in: a limit lowered, set or raised after orders were accepted
+// refuses none of them. Only a count Redis lost (a failover) gets past
+// them all.
+func (h holding) refuses(limit, now, qty int) bool {
+	return limit > 0 && now > 0 && h.units+qty > max(h.loosest, limit, now)
+}
+
+// add counts an invoiced order of qty units accepted under limit.
+func (h *holding) add(limit, qty int) {
+	if limit > 0 {
+		h.units += qty
+		h.loosest = max(h.loosest, limit)
+	}
+}
+
+// limitGuard refuses (order.ReasonPurchaseLimit) an order accepted under
+// limit whose units the guard took but that holding.refuses, counting the
+// customer's invoiced orders of the SKU, and gives the units back to the
+// product; now is the product's limit. It runs with the product row
+// locked by the guard, so orders of one SKU pass it one at a time; the
+// count is a locking read, which sees every committed order whatever the
+// transaction's snapshot. An order accepted with no limit, or a product
+// with none, costs no query.
+func limitGuard(ctx context.Context, tx *sqlx.Tx, o order.Order, limit, now int) (string, error) {
+	if limit <= 0 || now <= 0 {
 		return "", nil
 	}
 	had, err := customerUnits(ctx, tx, o.SKU, []string{o.CustomerID})
 	if err != nil {
 		return "", err
 	}
-	if had[o.CustomerID]+o.Qty <= limit {
+	if !had[o.CustomerID].refuses(limit, now, o.Qty) {
 		return "", nil
 	}
 	if _, err := tx.ExecContext(ctx, "UPDATE products SET sold = sold - ? WHERE sku = ?", o.Qty, o.SKU); err != nil {
@@ -143,11 +187,14 @@ func limitGuard(ctx context.Context, tx *sqlx.Tx, o order.Order, limit int) (str
 	return order.ReasonPurchaseLimit, nil
 }
 
-// customerUnits sums the invoiced units of sku per customer, for the
-// customers given, with a locking read (LOCK IN SHARE MODE reads the
-// latest committed rows, not the transaction's snapshot).
-func customerUnits(ctx context.Context, tx *sqlx.Tx, sku string, customers []string) (map[string]int, error) {
-	query, args, err := sqlx.In(`SELECT customer_id, SUM(qty) AS units FROM orders FORCE INDEX (orders_sku_customer)
+// customerUnits reads what each of the customers given holds of sku
+// (holding) from its invoiced orders, with a locking read (LOCK IN SHARE
+// MODE reads the latest committed rows, not the transaction's snapshot).
+func customerUnits(ctx context.Context, tx *sqlx.Tx, sku string, customers []string) (map[string]holding, error) {
+	query, args, err := sqlx.In(`SELECT customer_id,
+			COALESCE(SUM(CASE WHEN max_per_customer = 0 THEN 0 ELSE qty END), 0) AS units,
+			COALESCE(MAX(max_per_customer), 0) AS loosest
+		FROM orders FORCE INDEX (orders_sku_customer)
 		WHERE sku = ? AND customer_id IN (?) AND status = ? GROUP BY customer_id LOCK IN SHARE MODE`,
 		sku, customers, string(order.StatusInvoiced))
 	if err != nil {
@@ -156,13 +203,14 @@ func customerUnits(ctx context.Context, tx *sqlx.Tx, sku string, customers []str
 	var rows []struct {
 		Customer string `db:"customer_id"`
 		Units    int    `db:"units"`
+		Loosest  int    `db:"loosest"`
 	}
 	if err := tx.SelectContext(ctx, &rows, query, args...); err != nil {
 		return nil, fmt.Errorf("count customer units sku=%s: %w", sku, err)
 	}
-	had := make(map[string]int, len(rows))
+	had := make(map[string]holding, len(rows))
 	for _, r := range rows {
-		had[r.Customer] = r.Units
+		had[r.Customer] = holding{units: r.Units, loosest: r.Loosest}
 	}
 	return had, nil
 }

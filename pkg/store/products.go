@@ -37,16 +37,18 @@ func (s *Store) SetStock(ctx context.Context, sku string, stock int, name *strin
 // StockLoader puts a stock MySQL is about to commit somewhere else (Redis).
 // It runs inside SetStockWith's transaction, with the product row locked
 // and updated: prev is the row before, next after. Its error rolls the
-// change back, unless keep is true: MySQL then commits and the error is
-// still returned.
-type StockLoader func(ctx context.Context, prev, next Product) (keep bool, err error)
+// change back, unless it returns a row to keep: MySQL then commits that
+// row's stock and purchase limit (next's name and price) and the error is
+// still returned. A loader that cannot tell whether the other side took
+// next keeps a row that holds whatever either side may hold.
+type StockLoader func(ctx context.Context, prev, next Product) (keep *Product, err error)
 
 // SetStockWith is SetStock that also sets the purchase limit per customer
 // (nil keeps it, 0 clears it) and runs load before committing, while the
 // row is locked, so that no worker sells in MySQL between the two and a
 // load refused elsewhere leaves MySQL unchanged. A nil load and limit is
 // SetStock. Every load that commits leaves its stock_loads row, naming who
-// loaded (WithLoadedBy on ctx).
+// loaded (WithLoadedBy on ctx), with the stock committed.
 func (s *Store) SetStockWith(ctx context.Context, sku string, stock int, name *string, priceCents *int64, maxPerCustomer *int, load StockLoader) (Product, error) {
 	if err := validateStock(sku, stock, name, priceCents); err != nil {
 		return Product{}, err
@@ -99,27 +101,44 @@ func (s *Store) SetStockWith(ctx context.Context, sku string, stock int, name *s
 		if err != nil {
 			return fmt.Errorf("update product sku=%s: %w", sku, err)
 		}
+		if load != nil {
+			keep, err := load(ctx, prev, p)
+			switch {
+			case err != nil && keep == nil:
+				return err
+			case err != nil:
+				kept = err
+				if err := p.keep(ctx, tx, *keep); err != nil {
+					return err
+				}
+			}
+		}
 		was := &prev
 		if created == 1 {
 			was = nil
 		}
-		if err := recordStockLoad(ctx, tx, was, p); err != nil {
-			return err
-		}
-		if load == nil {
-			return nil
-		}
-		keep, err := load(ctx, prev, p)
-		if keep {
-			kept = err
-			return nil
-		}
-		return err
+		return recordStockLoad(ctx, tx, was, p)
 	})
 	if err != nil {
 		return Product{}, err
 	}
 	return p, kept
+}
+
+// keep sets p's stock and purchase limit to k's in tx, when they differ.
+func (p *Product) keep(ctx context.Context, tx *sqlx.Tx, k Product) error {
+	if k.Stock == p.Stock && k.MaxPerCustomer == p.MaxPerCustomer {
+		return nil
+	}
+	if k.Stock < p.Sold || k.Stock > order.MaxStock || order.ValidateMaxPerCustomer(&k.MaxPerCustomer) != nil {
+		return fmt.Errorf("keep stock sku=%s: stock %d, max_per_customer %d out of range (sold %d)", p.SKU, k.Stock, k.MaxPerCustomer, p.Sold)
+	}
+	p.Stock, p.MaxPerCustomer = k.Stock, k.MaxPerCustomer
+	_, err := tx.ExecContext(ctx, "UPDATE products SET stock = ?, max_per_customer = ? WHERE sku = ?", p.Stock, p.MaxPerCustomer, p.SKU)
+	if err != nil {
+		return fmt.Errorf("keep stock sku=%s: %w", p.SKU, err)
+	}
+	return nil
 }
 
 func validateStock(sku string, stock int, name *string, priceCents *int64) error {

@@ -21,12 +21,15 @@ type orderRow struct {
 	Status     string         `db:"status"`
 	Reason     sql.NullString `db:"reason"`
 	Fence      int64          `db:"fence"`
+	// MaxPerCustomer is the purchase limit the order was accepted under
+	// (acceptedUnder; 0: none).
+	MaxPerCustomer int `db:"max_per_customer"`
 }
 
-func newOrderRow(o order.Order, fence int64, st order.Status, reason string) orderRow {
+func newOrderRow(o order.Order, fence int64, st order.Status, reason string, limit int) orderRow {
 	return orderRow{
 		OrderID: o.ID, SKU: o.SKU, Qty: o.Qty, CustomerID: o.CustomerID, Status: string(st),
-		Reason: sql.NullString{String: reason, Valid: reason != ""}, Fence: fence,
+		Reason: sql.NullString{String: reason, Valid: reason != ""}, Fence: fence, MaxPerCustomer: limit,
 	}
 }
 
@@ -46,8 +49,8 @@ func insertOrders(ctx context.Context, tx *sqlx.Tx, rows []orderRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	_, err := tx.NamedExecContext(ctx, `INSERT INTO orders (order_id, sku, qty, customer_id, status, reason, fence)
-		VALUES (:order_id, :sku, :qty, :customer_id, :status, :reason, :fence)`, rows)
+	_, err := tx.NamedExecContext(ctx, `INSERT INTO orders (order_id, sku, qty, customer_id, status, reason, fence, max_per_customer)
+		VALUES (:order_id, :sku, :qty, :customer_id, :status, :reason, :fence, :max_per_customer)`, rows)
 	if err != nil {
 		return fmt.Errorf("insert %d orders: %w", len(rows), err)
 	}

@@ -25,13 +25,13 @@ func TestStockLoadsAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := errors.New("redis refused")
-	if _, err := s.SetStockWith(ops, "lamp", 30, nil, nil, nil, func(context.Context, Product, Product) (bool, error) {
-		return false, refused
+	if _, err := s.SetStockWith(ops, "lamp", 30, nil, nil, nil, func(context.Context, Product, Product) (*Product, error) {
+		return nil, refused
 	}); !errors.Is(err, refused) {
 		t.Fatalf("refused load: %v", err)
 	}
-	if _, err := s.SetStockWith(ctx, "lamp", 40, nil, nil, nil, func(context.Context, Product, Product) (bool, error) {
-		return true, refused
+	if _, err := s.SetStockWith(ctx, "lamp", 40, nil, nil, nil, func(_ context.Context, _, next Product) (*Product, error) {
+		return &next, refused
 	}); !errors.Is(err, refused) {
 		t.Fatalf("kept load: %v", err)
 	}

@@ -147,6 +147,110 @@ func (n *nemesis) restockDown(f *fault) error {
 	return fmt.Errorf("restock down: answered %s, neither taken (200) nor refused below what is sold and reserved (409)", r)
 }
 
+// changeLimit is an operator lowering the purchase limit of the SKU that
+// has one (hammerLimit) through the admin API, to 1 or 2, and raising it
+// back after the hold. The orders answered 202 before the lowering keep
+// the limit they were accepted under (check L judges each customer by the
+// limits in force while its orders were placed), the ones after meet the
+// lower one. Where the firewall is set up, every other time the lowering
+// goes through a gateway whose link to the SKU's Redis master is cut
+// while it runs (lowerLosingReply). Any answer to both loads is the
+// action's effect; a load no gateway answered is an error.
+func (n *nemesis) changeLimit(ctx context.Context, f *fault) error {
+	f.sku = n.skus[0]
+	f.target = f.sku
+	low := 1 + (f.n/2)%(hammerLimit-1)
+	var down limitChange
+	var lost string
+	if n.p.eng.fw != nil && f.n%2 == 0 {
+		var err error
+		if down, lost, err = n.lowerLosingReply(ctx, f, low); err != nil {
+			return err
+		}
+	} else {
+		down = n.w.setLimit(f.sku, low, f.n)
+	}
+	if down.Status == 0 {
+		return fmt.Errorf("lower the limit: no answer: %s", down.Err)
+	}
+	sleep(ctx, f.hold)
+	up := n.w.setLimit(f.sku, hammerLimit, f.n+1)
+	if up.Status == 0 {
+		return fmt.Errorf("raise the limit back: no answer: %s", up.Err)
+	}
+	f.effect = fmt.Sprintf("%s%s; %s", down, lost, up)
+	return nil
+}
+
+// lowerLosingReply lowers sku's limit to low through a gateway whose
+// packets to the SKU's Redis master are dropped until the load is
+// answered: its Redis call goes unanswered (a late copy may still reach
+// Redis after the heal). Unless it was answered 200 (a failover moved the
+// SKU meanwhile), MySQL must still hold the limit it had, the looser
+// (README, the stock model: Redis then holds nothing looser than MySQL).
+func (n *nemesis) lowerLosingReply(ctx context.Context, f *fault, low int) (limitChange, string, error) {
+	fw := n.p.eng.fw
+	gw := f.n % nGateways
+	pr := n.proc(fmt.Sprintf("gateway%d", gw))
+	port, err := n.p.eng.redis.masterOf(ctx, f.sku)
+	if err != nil {
+		return limitChange{}, "", err
+	}
+	var before int
+	if err := n.p.db.QueryRowContext(ctx, "SELECT max_per_customer FROM products WHERE sku = ?", f.sku).Scan(&before); err != nil {
+		return limitChange{}, "", fmt.Errorf("read the limit before: %w", err)
+	}
+	id := fmt.Sprintf("f%d-limit-%s-%d", len(n.list()), pr.name, port)
+	if err := fw.drop(id, pr.uid, port); err != nil {
+		return limitChange{}, "", err
+	}
+	l := n.w.setLimit(f.sku, low, gw)
+	dropped, derr := fw.dropped(id)
+	if err := firstErr(derr, fw.heal(id)); err != nil {
+		return l, "", err
+	}
+	if l.Status == http.StatusOK {
+		return l, fmt.Sprintf(" (through %s cut from redis :%d, yet answered: %d packets dropped)", pr.name, port, dropped), nil
+	}
+	var held int
+	if err := n.p.db.QueryRowContext(ctx, "SELECT max_per_customer FROM products WHERE sku = ?", f.sku).Scan(&held); err != nil {
+		return l, "", fmt.Errorf("read the limit after: %w", err)
+	}
+	if held != before {
+		return l, "", fmt.Errorf("a limit load whose Redis reply was lost (%s) left MySQL's limit %d, not the looser %d it had", l, held, before)
+	}
+	return l, fmt.Sprintf(" (through %s cut from redis :%d, %d packets dropped: MySQL kept limit %d)", pr.name, port, dropped, held), nil
+}
+
+// setLimit sets sku's purchase limit per customer through the admin API
+// of gateway gw (the next one when a gateway refuses the connection: it is
+// being restarted), keeping the stock the test keeps for the SKU, one
+// load at a time, and records it twice: as a limit change, and as a
+// restock to the same stock (a load may set the stock as well: check 1).
+func (w *workload) setLimit(sku string, limit, gw int) limitChange {
+	w.restockMu.Lock()
+	defer w.restockMu.Unlock()
+	w.mu.Lock()
+	stock := w.stock[sku]
+	w.mu.Unlock()
+	var l limitChange
+	for i := range len(w.p.urls) {
+		g := (gw + i) % len(w.p.urls)
+		l = limitChange{At: w.h.since(), SKU: sku, Limit: limit, Via: fmt.Sprintf("gateway%d admin API", g)}
+		status, err := w.p.putStockLimit(context.Background(), g, sku, stock, limit)
+		l.Done, l.Status = w.h.since(), status
+		if err != nil {
+			l.Err = err.Error()
+		}
+		if status != 0 || !strings.Contains(l.Err, syscall.ECONNREFUSED.Error()) {
+			break
+		}
+	}
+	w.h.noteRestock(restock{At: l.At, Done: l.Done, SKU: sku, Target: stock, Via: l.Via, Status: l.Status, Err: l.Err})
+	w.h.noteLimit(l)
+	return l
+}
+
 // replay is an operator replaying every dead letter through the admin API.
 // A gateway that refuses the connection (it is being restarted) is
 // skipped for the next one, as an operator would.

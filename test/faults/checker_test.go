@@ -4,8 +4,10 @@ package faults
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 )
@@ -42,9 +44,12 @@ import (
 //	  sample after its answer (judged only where the samples cover that window and no other
 //	  request for the SKU that may have reserved and undone, a 503 or no answer, was in flight
 //	  in it)
-//	L a purchase limit holds: per SKU with one, no customer has more units invoiced than the limit
-//	  (the hammer is one customer on such a SKU); a 202 rejected for the limit by MySQL
-//	  (purchase_limit_after_acceptance) is the compensation's twin, excused in the same runs
+//	L a purchase limit holds: per SKU with one, no customer has more units invoiced than the
+//	  loosest limit that may have been in force while one of its invoiced orders was placed (from
+//	  its first request to its last answer; the test lowers and raises the limit mid-sale, and a
+//	  load left without an answer may or may not have taken); the hammer is one customer on such
+//	  a SKU; a 202 rejected for the limit by MySQL (purchase_limit_after_acceptance) is the
+//	  compensation's twin, excused in the same runs
 //	8 a status poll that saw an order invoiced or rejected agrees with its end state
 //	F the run tested something: every fault was dealt without error and took effect, no program
 //	  died unasked, orders were placed and answered 202 while faults were active, and every
@@ -410,26 +415,76 @@ func (c *checker) checkCompensations() {
 }
 
 // checkLimits is check L: per SKU with a purchase limit, every customer
-// with units invoiced of it has at most the limit.
+// with units invoiced of it has at most the loosest limit that may have
+// been in force while one of those orders was placed (README: an order
+// keeps the limit it was accepted under).
 func (c *checker) checkLimits() {
 	units := map[string]int{} // sku NUL customer -> units invoiced, 0 for one with orders but none invoiced
-	for _, o := range c.e.orders {
+	bound := map[string]int{} // sku NUL customer -> the loosest limit of its invoiced orders
+	for _, id := range sortedKeys(c.e.orders) {
+		o := c.e.orders[id]
 		if c.ri.Limits[o.sku] <= 0 || o.customer == "" {
 			continue
 		}
-		n := 0
-		if o.invoiced() {
-			n = o.qty
+		k := o.sku + "\x00" + o.customer
+		units[k] += 0
+		if !o.invoiced() {
+			continue
 		}
-		units[o.sku+"\x00"+o.customer] += n
+		units[k] += o.qty
+		from, to := time.Duration(0), time.Duration(math.MaxInt64)
+		if i := c.opOf(id); i >= 0 {
+			as := c.h.ops[i].attempts
+			from, to = c.h.attempts[as[0]].Sent, c.h.attempts[as[len(as)-1]].Done
+		}
+		bound[k] = max(bound[k], c.loosestLimit(o.sku, from, to))
 	}
 	for _, k := range sortedKeys(units) {
 		sku, customer, _ := strings.Cut(k, "\x00")
 		c.judged["L"]++
-		if limit := c.ri.Limits[sku]; units[k] > limit {
-			c.add("L", sku, -1, "customer %s has %d units invoiced, past the purchase limit %d", customer, units[k], limit)
+		if units[k] > bound[k] {
+			c.add("L", sku, -1, "customer %s has %d units invoiced, past the purchase limit %d in force while its orders were placed",
+				customer, units[k], bound[k])
 		}
 	}
+}
+
+// loosestLimit is the loosest purchase limit sku may have applied to an
+// order placed from `from` to `to`: of the one loaded and the loads the
+// test sent, in order, one answered 200 before `from` sets it (the loads
+// before it no longer count), one refused (400, 409) changes nothing, and
+// any other (sent before `to`, or answered 200 after `from`: in flight)
+// may have set its limit or not. In a run whose faults could lose Redis
+// writes every load stays possible after its answer: a failover may have
+// undone it in Redis until the reconciler set it back.
+func (c *checker) loosestLimit(sku string, from, to time.Duration) int {
+	ls := slices.Clone(c.h.limits)
+	sort.SliceStable(ls, func(i, j int) bool { return ls[i].At < ls[j].At })
+	set := []int{c.ri.Limits[sku]}
+	for _, l := range ls {
+		switch {
+		case l.SKU != sku || l.At > to || l.Status == http.StatusBadRequest || l.Status == http.StatusConflict:
+		case l.Status == http.StatusOK && l.Done < from && !c.lossyRun():
+			set = []int{l.Limit}
+		default:
+			set = append(set, l.Limit)
+		}
+	}
+	if slices.Contains(set, 0) {
+		return math.MaxInt // no limit may have been in force
+	}
+	return slices.Max(set)
+}
+
+// lossyRun tells whether a fault of the run could have lost a Redis
+// master's last writes (a failover).
+func (c *checker) lossyRun() bool {
+	for _, f := range c.ri.Faults {
+		if f.Kind.losesRedisWrites() {
+			return true
+		}
+	}
+	return false
 }
 
 // checkPolls is check 8.

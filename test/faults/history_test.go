@@ -111,6 +111,7 @@ type history struct {
 	polls    map[string]map[string]bool // order id -> statuses seen by GET
 	pollErrs map[string]int             // poll answers that were not 200, by answer
 	restocks []restock
+	limits   []limitChange       // the purchase limit loads the test sent
 	samples  map[string][]sample // sku -> avail in Redis over time
 	deaths   []death             // programs that exited, asked or not
 }
@@ -134,6 +135,27 @@ type restock struct {
 	Via    string        `json:"via"`
 	Status int           `json:"status"`
 	Err    string        `json:"err,omitempty"`
+}
+
+// limitChange is one purchase limit load the test sent (admin API): Status
+// 200 set the SKU's limit per customer to Limit, 400 or 409 changed
+// nothing, anything else (0: no answer) may have set it or not.
+type limitChange struct {
+	At     time.Duration `json:"at"`
+	Done   time.Duration `json:"done"`
+	SKU    string        `json:"sku"`
+	Limit  int           `json:"limit"`
+	Via    string        `json:"via"`
+	Status int           `json:"status"`
+	Err    string        `json:"err,omitempty"`
+}
+
+func (l limitChange) String() string {
+	s := fmt.Sprintf("+%.1fs %s limit %d via %s: %d", l.At.Seconds(), l.SKU, l.Limit, l.Via, l.Status)
+	if l.Err != "" {
+		s += " " + l.Err
+	}
+	return s
 }
 
 func (r restock) String() string {
@@ -262,6 +284,12 @@ func (h *history) noteRestock(r restock) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.restocks = append(h.restocks, r)
+}
+
+func (h *history) noteLimit(l limitChange) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.limits = append(h.limits, l)
 }
 
 func (h *history) noteDeath(d death) {

@@ -41,11 +41,12 @@ const (
 	crowdSoldOut faultKind = "crowd-sold-out"     // many customers hammer the SKU with the fewest units
 	restockDown  faultKind = "restock-down"       // an operator lowers a SKU's stock (admin API)
 	dlqReplay    faultKind = "dlq-replay"         // an operator replays every dead letter (admin API)
+	limitMidSale faultKind = "limit-change"       // an operator lowers the purchase limit, then raises it back (admin API)
 )
 
 var faultKinds = []faultKind{memAlarm, closeConns, killWorker, killGateway, termWorker, termGateway, pauseWorker,
 	pauseMySQL, killRedis, pauseRedis, holeRedis, holeMySQL, holeRabbit, slowMySQL, slowRabbit, resetMySQL,
-	resetRabbit, hammerBurst, crowdSoldOut, restockDown, dlqReplay}
+	resetRabbit, hammerBurst, crowdSoldOut, restockDown, dlqReplay, limitMidSale}
 
 // blackholes are the kinds that need iptables and setpriv.
 var blackholes = []faultKind{holeRedis, holeMySQL, holeRabbit}
@@ -58,7 +59,7 @@ func (k faultKind) class() string {
 		return "programs"
 	case killRedis, pauseRedis:
 		return "redis"
-	case pauseMySQL, holeMySQL, slowMySQL, resetMySQL, restockDown, dlqReplay, hammerBurst:
+	case pauseMySQL, holeMySQL, slowMySQL, resetMySQL, restockDown, dlqReplay, hammerBurst, limitMidSale:
 		// The operator's actions wait on MySQL: under a MySQL fault they
 		// would time out rather than be dealt.
 		return "mysql"
@@ -207,6 +208,8 @@ func (n *nemesis) draw() *fault {
 		f.target = []string{"gateway", "worker"}[target%2]
 	case hammerBurst, crowdSoldOut:
 		f.hold = between(3, 5)
+	case limitMidSale:
+		f.hold = between(2, 5)
 	}
 	return f
 }
@@ -275,6 +278,8 @@ func (n *nemesis) apply(ctx context.Context, f *fault) error {
 		return n.restockDown(f)
 	case dlqReplay:
 		return n.replay(f)
+	case limitMidSale:
+		return n.changeLimit(ctx, f)
 	}
 	return fmt.Errorf("unknown fault %s", f.kind)
 }

@@ -51,6 +51,7 @@ type line struct {
 	Poll    *pollRecord    `json:"poll,omitempty"`
 	PollErr map[string]int `json:"poll_errors,omitempty"`
 	Restock *restock       `json:"restock,omitempty"`
+	Limit   *limitChange   `json:"limit,omitempty"`
 	SKU     string         `json:"sku,omitempty"`
 	Sample  *sample        `json:"sample,omitempty"`
 	Death   *death         `json:"death,omitempty"`
@@ -136,6 +137,9 @@ func runLines(ri *runInfo, h *history, e *endState) []line {
 	for i := range h.restocks {
 		ls = append(ls, line{T: "restock", Restock: &h.restocks[i]})
 	}
+	for i := range h.limits {
+		ls = append(ls, line{T: "limit", Limit: &h.limits[i]})
+	}
 	for _, sku := range sortedKeys(h.samples) {
 		for i := range h.samples[sku] {
 			ls = append(ls, line{T: "sample", SKU: sku, Sample: &h.samples[sku][i]})
@@ -206,6 +210,8 @@ func addLine(l line, ri *runInfo, h *history, e *endState) error {
 		}
 	case l.T == "restock" && l.Restock != nil:
 		h.restocks = append(h.restocks, *l.Restock)
+	case l.T == "limit" && l.Limit != nil:
+		h.limits = append(h.limits, *l.Limit)
 	case l.T == "sample" && l.Sample != nil:
 		h.samples[l.SKU] = append(h.samples[l.SKU], *l.Sample)
 	case l.T == "death" && l.Death != nil:

@@ -153,6 +153,27 @@ func replayCases() []replayCase {
 			ri.Limits = map[string]int{"s": 2}
 			e.orders["o1"].customer = "co0"
 		}},
+		{name: "a limit lowered after the customer's orders were accepted", edit: func(ri *runInfo, h *history, e *endState) {
+			ri.Limits = map[string]int{"s": 4}
+			e.orders["o1"].customer = "co0"
+			h.limits = []limitChange{{At: sec(5), Done: sec(5.1), SKU: "s", Limit: 2, Status: 200}}
+		}},
+		{name: "a limit raised before the customer's second order", edit: func(ri *runInfo, h *history, e *endState) {
+			ri.Limits = map[string]int{"s": 2}
+			e.orders["o1"].customer = "co0"
+			h.limits = []limitChange{{At: sec(2.15), Done: sec(2.2), SKU: "s", Limit: 4, Status: 200}}
+		}},
+		{name: "a limit raise with no answer may have taken", edit: func(ri *runInfo, h *history, e *endState) {
+			ri.Limits = map[string]int{"s": 2}
+			e.orders["o1"].customer = "co0"
+			h.limits = []limitChange{{At: sec(2.15), Done: sec(17), SKU: "s", Limit: 4, Err: "timeout"}}
+		}},
+		{name: "a customer past a limit lowered before its orders", want: []string{"L"}, edit: func(ri *runInfo, h *history, e *endState) {
+			ri.Limits = map[string]int{"s": 4}
+			e.orders["o1"].customer = "co0"
+			h.limits = []limitChange{{At: sec(1), Done: sec(1.1), SKU: "s", Limit: 3, Status: 200},
+				{At: sec(1.5), Done: sec(1.6), SKU: "s", Limit: 5, Status: 409}}
+		}},
 		{name: "a 202 rejected for the limit in a run that killed a Redis master", excused: 1, edit: func(ri *runInfo, h *history, e *endState) {
 			ri.Limits = map[string]int{"s": 2}
 			ri.Faults = append(ri.Faults, killedMaster(3, "s"))

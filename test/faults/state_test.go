@@ -6,11 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
+
+	"surge/pkg/stock"
 )
 
 // skuEnd is a SKU's books at the end: MySQL's and Redis's.
@@ -261,13 +262,13 @@ func readRedisSKU(ctx context.Context, rdb *redis.ClusterClient, sku string, e *
 		return
 	}
 	for id, v := range resv {
-		// qty:reserved_ms:nonce:customer
-		f := strings.SplitN(v, ":", 4)
-		qty, _ := strconv.Atoi(f[0])
-		s.resv[id] = qty
-		e.order(id).resv = qty
-		if len(f) == 4 {
-			e.noteCustomer(id, sku, f[3])
+		h, err := stock.ParseHeld(v)
+		if err != nil {
+			s.redisErr = fmt.Sprintf("reservation %s of %s: %v", id, sku, err)
+			return
 		}
+		s.resv[id] = h.Qty
+		e.order(id).resv = h.Qty
+		e.noteCustomer(id, sku, h.CustomerID)
 	}
 }
