@@ -70,15 +70,19 @@ type GatewayConfig struct {
 	// PublishChannels is the size of the confirm-mode channel pool:
 	// SURGE_PUBLISH_CHANNELS, default 8.
 	PublishChannels int `envconfig:"PUBLISH_CHANNELS" default:"8"`
-	// PublishInFlight is how many order messages may wait for their
-	// confirm at once; orders arriving meanwhile share the next message:
+	// PublishInFlight is how many order messages may be written and not
+	// yet confirmed at once; an order is written as soon as there is room,
+	// and the orders arriving while there is none share the next message:
 	// SURGE_PUBLISH_IN_FLIGHT, default 2.
 	PublishInFlight int `envconfig:"PUBLISH_IN_FLIGHT" default:"2"`
 	// PublishMaxBatch bounds the orders in one message, 1-64 (1: one
 	// message per order): SURGE_PUBLISH_MAX_BATCH, default 64.
 	PublishMaxBatch int `envconfig:"PUBLISH_MAX_BATCH" default:"64"`
-	// ConfirmTimeout bounds the wait for a publisher confirm:
-	// SURGE_CONFIRM_TIMEOUT, default 2s.
+	// ConfirmTimeout bounds each publish, from its call to its answer: the
+	// wait behind other messages, opening a channel, the write and the
+	// broker's confirm (queue.Publisher.Bound). The order status reads an
+	// order pending for this plus the cleanup: SURGE_CONFIRM_TIMEOUT,
+	// default 2s.
 	ConfirmTimeout time.Duration `envconfig:"CONFIRM_TIMEOUT" default:"2s"`
 	// ProductTTL is how long a cached product view stays fresh:
 	// SURGE_PRODUCT_CACHE_TTL, default 30s.
