@@ -233,7 +233,7 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	orders := gateway.New(gateway.Service{Stock: st, Idem: claims, Queue: pub, Catalog: catalog{eng.db}, Log: log,
 		SoldOut: hints, Observer: gatewayObserver(limited, tel, topo.Exchange)})
 	tracker := &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st,
-		Undoable: undoable(cfg, orders)}
+		Undoable: undoable(cfg, pub, orders)}
 	api := &httpapi.Server{
 		Orders:     orders,
 		Status:     tracker,
@@ -374,9 +374,11 @@ func gatewayObserver(limited bool, tel *telemetry.Tracing, exchange string) gate
 
 // undoable is how long after reserving a request may still take its
 // reservation back: the wait for replicas (when reservations wait for
-// them), the wait for the broker's confirm, then the undo itself.
-func undoable(cfg GatewayConfig, orders *gateway.Service) time.Duration {
-	d := cfg.ConfirmTimeout + orders.CleanupTimeout
+// them), its publish, which the publisher ends within its bound whatever
+// it waits for (SURGE_CONFIRM_TIMEOUT, read here from the publisher that
+// keeps it), then the undo itself.
+func undoable(cfg GatewayConfig, pub *queue.Publisher, orders *gateway.Service) time.Duration {
+	d := pub.Bound() + orders.CleanupTimeout
 	if cfg.ReserveWaitReplicas > 0 {
 		d += cfg.ReserveWaitTimeout
 	}
