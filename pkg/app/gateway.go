@@ -73,8 +73,8 @@ type GatewayConfig struct {
 	// PublishInFlight is how many order messages may be written and not
 	// yet confirmed at once; an order is written as soon as there is room,
 	// and the orders arriving while there is none share the next message:
-	// SURGE_PUBLISH_IN_FLIGHT, default 2.
-	PublishInFlight int `envconfig:"PUBLISH_IN_FLIGHT" default:"2"`
+	// SURGE_PUBLISH_IN_FLIGHT, default 4.
+	PublishInFlight int `envconfig:"PUBLISH_IN_FLIGHT" default:"4"`
 	// PublishMaxBatch bounds the orders in one message, 1-64 (1: one
 	// message per order): SURGE_PUBLISH_MAX_BATCH, default 64.
 	PublishMaxBatch int `envconfig:"PUBLISH_MAX_BATCH" default:"64"`

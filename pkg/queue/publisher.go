@@ -34,7 +34,7 @@ type PublisherOptions struct {
 	// InFlight is how many messages of Publish may be written and not yet
 	// settled by the broker at once: an order is written as soon as
 	// there is room, and the orders that arrive while there is none are
-	// coalesced into the next message (see coalesce.go). Default 2.
+	// coalesced into the next message (see coalesce.go). Default 4.
 	InFlight int
 	// MaxBatch bounds the orders coalesced into one message, 1-MaxBatch.
 	// 1 sends every order in its own message. Default MaxBatch.
@@ -56,7 +56,7 @@ func (o *PublisherOptions) setDefaults() {
 		o.Now = time.Now
 	}
 	if o.InFlight == 0 {
-		o.InFlight = 2
+		o.InFlight = 4
 	}
 	if o.MaxBatch == 0 {
 		o.MaxBatch = MaxBatch
