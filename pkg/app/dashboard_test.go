@@ -78,10 +78,14 @@ func TestDashboardPanelsMove(t *testing.T) {
 	gcfg.RateLimit.CustomerRate, gcfg.RateLimit.CustomerBurst = 1, 2
 	url, g := apptest.Gateway(t, gcfg, quietLog())
 	adminURL := apptest.AdminURL(g)
-	// A second gateway whose confirm timeout no broker meets: its orders
-	// are answered outcome_unknown, and settle anyway.
+	// A second gateway whose broker takes its orders and holds their
+	// confirms back past the publish's bound: its orders are answered
+	// outcome_unknown, and settle anyway.
+	slowMQ := testenv.NewProxy(t, "127.0.0.1:5672")
 	slow := apptest.GatewayConfig(t, c, "test-token")
-	slow.ConfirmTimeout = time.Nanosecond
+	slow.AMQP.URL = strings.Replace(c.AMQP.URL, "127.0.0.1:5672", slowMQ.Addr(), 1)
+	slow.ConfirmTimeout = 300 * time.Millisecond
+	slow.PublishChannels = 1 // opened by a first order, before the stall
 	slowURL, _ := apptest.Gateway(t, slow, quietLog())
 
 	services := serveGatherer(t, metrics.Registry)
@@ -151,8 +155,13 @@ func TestDashboardPanelsMove(t *testing.T) {
 	sku2 := testenv.Unique("dash2-")
 	testenv.CleanupSKU(t, testenv.Redis(t), sku2)
 	apptest.PutStock(t, hc, adminURL, "test-token", sku2, 10, "Dashboard item 2", 900)
-	if a := post(t, hc, slowURL, "slow", orderBody(sku2, 1, run+"-slow")); a.Status != http.StatusServiceUnavailable ||
-		a.Error.Code != "outcome_unknown" {
+	if a := post(t, hc, slowURL, "slow-first", orderBody(sku2, 1, run+"-slow-first")); a.Status != http.StatusAccepted {
+		t.Fatalf("the slow gateway's first order: %d %s", a.Status, a.Error.Code)
+	}
+	slowMQ.Stall()
+	a := post(t, hc, slowURL, "slow", orderBody(sku2, 1, run+"-slow"))
+	slowMQ.Resume()
+	if a.Status != http.StatusServiceUnavailable || a.Error.Code != "outcome_unknown" {
 		t.Fatalf("the gateway that gets no confirm in time answered %d %s, want 503 outcome_unknown", a.Status, a.Error.Code)
 	}
 

@@ -70,15 +70,19 @@ type GatewayConfig struct {
 	// PublishChannels is the size of the confirm-mode channel pool:
 	// SURGE_PUBLISH_CHANNELS, default 8.
 	PublishChannels int `envconfig:"PUBLISH_CHANNELS" default:"8"`
-	// PublishInFlight is how many order messages may wait for their
-	// confirm at once; orders arriving meanwhile share the next message:
-	// SURGE_PUBLISH_IN_FLIGHT, default 2.
-	PublishInFlight int `envconfig:"PUBLISH_IN_FLIGHT" default:"2"`
+	// PublishInFlight is how many order messages may be written and not
+	// yet confirmed at once; an order is written as soon as there is room,
+	// and the orders arriving while there is none share the next message:
+	// SURGE_PUBLISH_IN_FLIGHT, default 4.
+	PublishInFlight int `envconfig:"PUBLISH_IN_FLIGHT" default:"4"`
 	// PublishMaxBatch bounds the orders in one message, 1-64 (1: one
 	// message per order): SURGE_PUBLISH_MAX_BATCH, default 64.
 	PublishMaxBatch int `envconfig:"PUBLISH_MAX_BATCH" default:"64"`
-	// ConfirmTimeout bounds the wait for a publisher confirm:
-	// SURGE_CONFIRM_TIMEOUT, default 2s.
+	// ConfirmTimeout bounds each publish, from its call to its answer: the
+	// wait behind other messages, opening a channel, the write and the
+	// broker's confirm (queue.Publisher.Bound). The order status reads an
+	// order pending for this plus the cleanup: SURGE_CONFIRM_TIMEOUT,
+	// default 2s.
 	ConfirmTimeout time.Duration `envconfig:"CONFIRM_TIMEOUT" default:"2s"`
 	// ProductTTL is how long a cached product view stays fresh:
 	// SURGE_PRODUCT_CACHE_TTL, default 30s.
@@ -230,7 +234,7 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	orders := gateway.New(gateway.Service{Stock: st, Idem: claims, Queue: pub, Catalog: catalog{eng.db}, Log: log,
 		SoldOut: hints, Observer: gatewayObserver(limited, tel, topo.Exchange)})
 	tracker := &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st,
-		Undoable: undoable(cfg, orders)}
+		Undoable: undoable(cfg, pub, orders)}
 	api := &httpapi.Server{
 		Orders:     orders,
 		Status:     tracker,
@@ -371,9 +375,11 @@ func gatewayObserver(limited bool, tel *telemetry.Tracing, exchange string) gate
 
 // undoable is how long after reserving a request may still take its
 // reservation back: the wait for replicas (when reservations wait for
-// them), the wait for the broker's confirm, then the undo itself.
-func undoable(cfg GatewayConfig, orders *gateway.Service) time.Duration {
-	d := cfg.ConfirmTimeout + orders.CleanupTimeout
+// them), its publish, which the publisher ends within its bound whatever
+// it waits for (SURGE_CONFIRM_TIMEOUT, read here from the publisher that
+// keeps it), then the undo itself.
+func undoable(cfg GatewayConfig, pub *queue.Publisher, orders *gateway.Service) time.Duration {
+	d := pub.Bound() + orders.CleanupTimeout
 	if cfg.ReserveWaitReplicas > 0 {
 		d += cfg.ReserveWaitTimeout
 	}

@@ -49,12 +49,17 @@ type Tracker struct {
 	Stock  StateReader
 	// Undoable is the longest time after its reservation that the request
 	// which reserved an order may still take it back and answer 503
-	// unavailable: its wait for the broker's confirm plus its cleanup (the
-	// undo). An order reserved by that request and not repeated since
-	// (state A) is reported pending until its reservation is that old, so
-	// the status never says accepted before the order is. No write on the
-	// accepting path marks the answer; the reservation's own time on the
-	// master's clock does. Zero reports such orders accepted at once.
+	// unavailable: its publish plus its cleanup (the undo,
+	// Service.CleanupTimeout). The publish must therefore end within a
+	// bound, whatever it waits for (the orders ahead of it, a channel
+	// being opened, the confirm): the Publisher's, which the wiring reads
+	// from the publisher that keeps it (queue.Publisher.Bound,
+	// SURGE_CONFIRM_TIMEOUT), so the two cannot disagree. An order
+	// reserved by that request and not repeated since (state A) is
+	// reported pending until its reservation is that old, so the status
+	// never says accepted before the order is. No write on the accepting
+	// path marks the answer; the reservation's own time on the master's
+	// clock does. Zero reports such orders accepted at once.
 	Undoable time.Duration
 }
 

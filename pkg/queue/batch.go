@@ -10,8 +10,8 @@ import (
 )
 
 // ContentTypeOrders is the content type of a message carrying several
-// orders, which the publisher sends when publishes arrive while a confirm
-// is outstanding (see Publisher). Its body is
+// orders, which the publisher sends when publishes arrive while its window
+// of messages awaiting a confirm is full (see coalesce.go). Its body is
 //
 //	{"orders":[{"id":"<order id>","order":{...an order as JSON...},"headers":{"k":"v"}}, ...]}
 //

@@ -77,88 +77,156 @@ func boundQueue(t testing.TB, conn *Conn, topo Topology, max int) {
 	})
 }
 
-// TestConcurrentPublishesCoalesced: publishes that arrive while a confirm
-// is outstanding leave in fewer messages, and every order is confirmed
-// and held exactly once.
+// TestConcurrentPublishesCoalesced: publishes that arrive while the
+// window is full leave in fewer messages, and every order is confirmed and
+// held exactly once, with one message in flight or several.
 func TestConcurrentPublishesCoalesced(t *testing.T) {
-	const n = 300
-	conn := dialTest(t, testenv.AMQPURL(t))
-	topo := testTopology(t, conn)
-	var mu sync.Mutex
-	sent := map[string]int{}
-	pub := newTestPublisher(t, conn, topo, PublisherOptions{InFlight: 1, Sent: func(orders int) {
-		mu.Lock()
-		defer mu.Unlock()
-		sent["messages"]++
-		sent["orders"] += orders
-	}})
-	for i, err := range publishAll(t, pub, n) {
+	for _, inFlight := range []int{1, 8} {
+		t.Run(fmt.Sprint("in flight ", inFlight), func(t *testing.T) {
+			const n = 1000
+			conn := dialTest(t, testenv.AMQPURL(t))
+			topo := testTopology(t, conn)
+			var mu sync.Mutex
+			sent := map[string]int{}
+			pub := newTestPublisher(t, conn, topo, PublisherOptions{InFlight: inFlight, Sent: func(orders int) {
+				mu.Lock()
+				defer mu.Unlock()
+				sent["messages"]++
+				sent["orders"] += orders
+			}})
+			for i, err := range publishAll(t, pub, n) {
+				if err != nil {
+					t.Fatalf("publish %d: %v", i, err)
+				}
+			}
+			orders, messages, batches := drainOrders(t, conn, topo.Queue)
+			mu.Lock()
+			if sent["messages"] != messages || sent["orders"] != n {
+				t.Errorf("Sent told of %d messages, %d orders; want %d, %d", sent["messages"], sent["orders"], messages, n)
+			}
+			mu.Unlock()
+			for i := range n {
+				if c := orders[testOrder(i).ID]; c != 1 {
+					t.Errorf("order %d held %d times, want 1", i, c)
+				}
+			}
+			if len(orders) != n || batches == 0 || messages >= n {
+				t.Fatalf("%d orders in %d messages (%d batched), want %d orders in fewer messages", len(orders), messages, batches, n)
+			}
+			t.Logf("%d orders in %d messages", n, messages)
+		})
+	}
+}
+
+// TestPipelinedMessagesEachConfirmedOnce: the next message is written
+// while earlier ones wait for their confirm. With the broker's confirms
+// held back, the publisher fills its window (several messages written,
+// none confirmed) and queues the rest; once the confirms come, every
+// order's publish returns nil and the queue holds each order once.
+func TestPipelinedMessagesEachConfirmedOnce(t *testing.T) {
+	const n, window = 2000, 8
+	setup := dialTest(t, testenv.AMQPURL(t))
+	topo := testTopology(t, setup)
+	conn, px := stallable(t)
+	pub := newTestPublisher(t, conn, topo, PublisherOptions{InFlight: window, ConfirmTimeout: time.Minute})
+	if err := pub.Publish(context.Background(), testOrder(n)); err != nil { // opens a channel
+		t.Fatalf("publish before the stall: %v", err)
+	}
+	px.Stall()
+	t.Cleanup(px.Resume)
+	errs := make(chan []error, 1)
+	go func() { errs <- publishAll(t, pub, n) }()
+	waitFor(t, func() bool {
+		pub.co.mu.Lock()
+		defer pub.co.mu.Unlock()
+		return pub.co.inFlight == window && len(pub.co.queue) > 0
+	})
+	px.Resume()
+	for i, err := range receive(t, errs) {
 		if err != nil {
-			t.Fatalf("publish %d: %v", i, err)
+			t.Errorf("publish %d: %v", i, err)
 		}
 	}
-	orders, messages, batches := drainOrders(t, conn, topo.Queue)
-	mu.Lock()
-	if sent["messages"] != messages || sent["orders"] != n {
-		t.Errorf("Sent told of %d messages, %d orders; want %d, %d", sent["messages"], sent["orders"], messages, n)
-	}
-	mu.Unlock()
-	for i := range n {
+	orders, messages, _ := drainOrders(t, setup, topo.Queue)
+	for i := range n + 1 {
 		if c := orders[testOrder(i).ID]; c != 1 {
 			t.Errorf("order %d held %d times, want 1", i, c)
 		}
 	}
-	if len(orders) != n || batches == 0 || messages >= n {
-		t.Fatalf("%d orders in %d messages (%d batched), want %d orders in fewer messages", len(orders), messages, batches, n)
+	if len(orders) != n+1 {
+		t.Errorf("the queue holds %d orders, want %d", len(orders), n+1)
 	}
-	t.Logf("%d orders in %d messages", n, messages)
+	t.Logf("%d orders in %d messages", n+1, messages)
 }
 
 // TestNackFailsExactlyItsOrders: when the broker refuses some messages,
 // an order's publish returns nil exactly when its order is in the queue,
-// and the others fail as certainly not taken (nacked), never unknown.
+// and the others fail as certainly not taken (nacked), never unknown,
+// with one message in flight or several.
 func TestNackFailsExactlyItsOrders(t *testing.T) {
-	const n = 300 // more than 2 messages of MaxBatch can hold
-	conn := dialTest(t, testenv.AMQPURL(t))
-	topo := testTopology(t, conn)
-	boundQueue(t, conn, topo, 2)
-	pub := newTestPublisher(t, conn, topo, PublisherOptions{InFlight: 1})
-	errs := publishAll(t, pub, n)
-	orders, _, _ := drainOrders(t, conn, topo.Queue)
-	confirmed, nacked := 0, 0
-	for i, err := range errs {
-		held := orders[testOrder(i).ID]
-		switch {
-		case err == nil && held == 1:
-			confirmed++
-		case err != nil && held == 0 && isUnavailable(err) && errors.Is(err, ErrNacked) &&
-			!errors.Is(err, order.ErrOutcomeUnknown):
-			nacked++
-		default:
-			t.Errorf("order %d: publish %v, held %d times", i, err, held)
-		}
-	}
-	if confirmed == 0 || nacked == 0 {
-		t.Fatalf("%d confirmed, %d nacked: want both", confirmed, nacked)
+	for _, inFlight := range []int{1, 8} {
+		t.Run(fmt.Sprint("in flight ", inFlight), func(t *testing.T) {
+			const n = 600 // more than 2 messages of MaxBatch can hold
+			conn := dialTest(t, testenv.AMQPURL(t))
+			topo := testTopology(t, conn)
+			boundQueue(t, conn, topo, 2)
+			pub := newTestPublisher(t, conn, topo, PublisherOptions{InFlight: inFlight})
+			errs := publishAll(t, pub, n)
+			orders, _, _ := drainOrders(t, conn, topo.Queue)
+			confirmed, nacked := 0, 0
+			for i, err := range errs {
+				held := orders[testOrder(i).ID]
+				switch {
+				case err == nil && held == 1:
+					confirmed++
+				case err != nil && held == 0 && isUnavailable(err) && errors.Is(err, ErrNacked) &&
+					!errors.Is(err, order.ErrOutcomeUnknown):
+					nacked++
+				default:
+					t.Errorf("order %d: publish %v, held %d times", i, err, held)
+				}
+			}
+			if confirmed == 0 || nacked == 0 {
+				t.Fatalf("%d confirmed, %d nacked: want both", confirmed, nacked)
+			}
+		})
 	}
 }
 
 // TestReturnFailsEveryOrderOfTheMessage: an unroutable batch fails each of
-// its orders as returned, not taken.
+// its orders as returned, not taken, while a routable publisher sharing
+// the connection has its own orders confirmed: a return is matched to its
+// own message only.
 func TestReturnFailsEveryOrderOfTheMessage(t *testing.T) {
-	const n = 100
-	conn := dialTest(t, testenv.AMQPURL(t))
-	topo := testTopology(t, conn)
-	lonely := topo
-	lonely.RoutingKey = testenv.Unique("t.unbound.")
-	pub := newTestPublisher(t, conn, lonely, PublisherOptions{InFlight: 1})
-	for i, err := range publishAll(t, pub, n) {
-		if !isUnavailable(err) || !errors.Is(err, ErrReturned) {
-			t.Errorf("order %d: %v, want returned (unavailable)", i, err)
-		}
-	}
-	if d := depth(t, conn, topo.Queue); d != 0 {
-		t.Errorf("work queue holds %d messages, want 0", d)
+	for _, inFlight := range []int{1, 8} {
+		t.Run(fmt.Sprint("in flight ", inFlight), func(t *testing.T) {
+			const n = 300
+			conn := dialTest(t, testenv.AMQPURL(t))
+			topo := testTopology(t, conn)
+			lonely := topo
+			lonely.RoutingKey = testenv.Unique("t.unbound.")
+			bad := newTestPublisher(t, conn, lonely, PublisherOptions{InFlight: inFlight})
+			good := newTestPublisher(t, conn, topo, PublisherOptions{InFlight: inFlight})
+			var badErrs, goodErrs []error
+			var wg sync.WaitGroup
+			wg.Go(func() { badErrs = publishAll(t, bad, n) })
+			wg.Go(func() { goodErrs = publishAll(t, good, n) })
+			wg.Wait()
+			for i, err := range badErrs {
+				if !isUnavailable(err) || !errors.Is(err, ErrReturned) {
+					t.Errorf("order %d: %v, want returned (unavailable)", i, err)
+				}
+			}
+			for i, err := range goodErrs {
+				if err != nil {
+					t.Errorf("routable order %d: %v", i, err)
+				}
+			}
+			orders, _, _ := drainOrders(t, conn, topo.Queue)
+			if len(orders) != n {
+				t.Errorf("work queue holds %d orders, want the routable %d", len(orders), n)
+			}
+		})
 	}
 }
 
@@ -387,27 +455,45 @@ func TestReplayBatchedDeadLetter(t *testing.T) {
 }
 
 // TestQueuedOrderWithdrawnAtItsDeadline: an order still waiting for a
-// sender when its caller's deadline passes was never written: it is
+// writer when its caller's deadline passes was never written: it is
 // withdrawn and answered unavailable, and no later message carries it.
 func TestQueuedOrderWithdrawnAtItsDeadline(t *testing.T) {
 	p := newPublisher(&Conn{}, Topology{}, PublisherOptions{InFlight: 1, ConfirmTimeout: time.Hour})
-	p.co.senders = 1 // the one sender allowed is busy with another message
+	p.co.inFlight = 1 // the window is full: another message waits for its confirm
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	err := p.Publish(ctx, testOrder(1))
 	if !isUnavailable(err) || errors.Is(err, order.ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("publish = %v, want unavailable (not written) after its deadline", err)
 	}
-	if n := len(p.take()); n != 0 {
-		t.Fatalf("the next message would carry %d withdrawn orders", n)
+	p.co.inFlight = 0
+	if batch, _ := p.take(); len(batch) != 0 {
+		t.Fatalf("the next message would carry %d withdrawn orders", len(batch))
 	}
 }
 
-// TestTakenOrderIsUnknownAtItsDeadline: once a sender took the order, a
+// TestQueuedOrderAnsweredAtTheBound: an order that waits in the queue
+// behind a full window until the publisher's bound passes is answered not
+// written, though its caller would wait longer: the bound holds without
+// the caller's help, and no later message carries the order.
+func TestQueuedOrderAnsweredAtTheBound(t *testing.T) {
+	p := newPublisher(&Conn{}, Topology{}, PublisherOptions{InFlight: 1, ConfirmTimeout: 50 * time.Millisecond})
+	p.co.inFlight = 1 // the window stays full
+	err := p.Publish(context.Background(), testOrder(1))
+	if !isUnavailable(err) || !errors.Is(err, ErrNotWritten) || errors.Is(err, order.ErrOutcomeUnknown) {
+		t.Fatalf("publish = %v, want unavailable (not written within the bound)", err)
+	}
+	p.co.inFlight = 0
+	if batch, _ := p.take(); len(batch) != 0 {
+		t.Fatalf("the next message would carry %d orders answered already", len(batch))
+	}
+}
+
+// TestTakenOrderIsUnknownAtItsDeadline: once a writer took the order, a
 // caller whose deadline passes cannot tell whether the broker has it.
 func TestTakenOrderIsUnknownAtItsDeadline(t *testing.T) {
 	p := newPublisher(&Conn{}, Topology{}, PublisherOptions{InFlight: 1, ConfirmTimeout: time.Hour})
-	p.co.senders = 1
+	p.co.inFlight = 1
 	ctx, cancel := context.WithCancel(context.Background())
 	errs := make(chan error, 1)
 	go func() { errs <- p.Publish(ctx, testOrder(1)) }()
@@ -416,7 +502,10 @@ func TestTakenOrderIsUnknownAtItsDeadline(t *testing.T) {
 		defer p.co.mu.Unlock()
 		return len(p.co.queue) == 1
 	})
-	if batch := p.take(); len(batch) != 1 {
+	p.co.mu.Lock()
+	batch := p.co.cutLocked(1) // a writer takes it
+	p.co.mu.Unlock()
+	if len(batch) != 1 {
 		t.Fatalf("took %d orders, want 1", len(batch))
 	}
 	cancel()

@@ -43,7 +43,7 @@ func TestPublisherOptionsDefaults(t *testing.T) {
 		want PublisherOptions
 	}{
 		{"zero", PublisherOptions{}, PublisherOptions{Channels: 8, ConfirmTimeout: 2 * time.Second, Now: time.Now,
-			InFlight: 2, MaxBatch: MaxBatch}},
+			InFlight: 4, MaxBatch: MaxBatch}},
 		{"set", PublisherOptions{Channels: 1, ConfirmTimeout: time.Second, Now: fixedNow, InFlight: 1, MaxBatch: 1},
 			PublisherOptions{Channels: 1, ConfirmTimeout: time.Second, Now: fixedNow, InFlight: 1, MaxBatch: 1}},
 	}

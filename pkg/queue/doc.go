@@ -33,8 +33,9 @@
 // # Messages
 //
 // An order travels as JSON (ContentTypeJSON, MessageId = the order id),
-// or together with the orders published while a confirm was outstanding
-// in one ContentTypeOrders message (coalesce.go, batch.go). The consumer
+// or together with the orders published while the publisher's window of
+// messages awaiting a confirm was full, in one ContentTypeOrders message
+// (coalesce.go, batch.go). The consumer
 // hands each order of such a message to the handler as its own Delivery
 // and acks the message once every one is settled; retries and dead
 // letters of one order are single-order messages.
@@ -48,4 +49,6 @@
 // # Failures
 //
 // Every broker-side failure a caller may retry wraps order.ErrUnavailable.
+// A publish is answered within the publisher's bound (Publisher.Bound),
+// whatever it waits for; the gateway's order status builds on it.
 package queue

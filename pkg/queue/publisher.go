@@ -18,7 +18,11 @@ import (
 type PublisherOptions struct {
 	// Channels is the size of the channel pool. Default 8.
 	Channels int
-	// ConfirmTimeout bounds the wait for the broker's confirm. Default 2s.
+	// ConfirmTimeout bounds every publish, from the call of Publish or
+	// PublishRaw to its return: the wait behind other messages, opening a
+	// channel, the write and the broker's confirm. Past it the publish is
+	// answered: not taken when nothing was written, unknown when it was.
+	// Default 2s. The order status builds on it (see Bound).
 	ConfirmTimeout time.Duration
 	// Now stamps published orders. Default time.Now.
 	Now func() time.Time
@@ -27,9 +31,10 @@ type PublisherOptions struct {
 	// adds none. In a batched message an order keeps its string-valued
 	// headers only.
 	Headers func(ctx context.Context) amqp.Table
-	// InFlight is how many messages of Publish may wait for their confirm
-	// at once; orders published meanwhile are coalesced (see coalesce.go).
-	// Default 2.
+	// InFlight is how many messages of Publish may be written and not yet
+	// settled by the broker at once: an order is written as soon as
+	// there is room, and the orders that arrive while there is none are
+	// coalesced into the next message (see coalesce.go). Default 4.
 	InFlight int
 	// MaxBatch bounds the orders coalesced into one message, 1-MaxBatch.
 	// 1 sends every order in its own message. Default MaxBatch.
@@ -51,7 +56,7 @@ func (o *PublisherOptions) setDefaults() {
 		o.Now = time.Now
 	}
 	if o.InFlight == 0 {
-		o.InFlight = 2
+		o.InFlight = 4
 	}
 	if o.MaxBatch == 0 {
 		o.MaxBatch = MaxBatch
@@ -69,17 +74,21 @@ func (o PublisherOptions) validate() error {
 }
 
 // Publisher publishes persistent, mandatory messages and returns only once
-// the broker confirmed them. It keeps a small pool of confirm-mode
-// channels: a caller holds one only while its publish frame is written,
-// then waits for its own confirm while others publish on the same
-// channel. A channel the broker closed is replaced on next use.
-// Publisher is safe for concurrent use.
+// the broker confirmed them, or once its bound (PublisherOptions.
+// ConfirmTimeout) passed. It keeps a small pool of confirm-mode channels: a
+// writer holds one only while it writes a message, and many messages wait
+// for their confirm on each channel at once (confirmChannel settles them).
+// A channel the broker closed is replaced on next use. Publisher is safe
+// for concurrent use.
 type Publisher struct {
 	conn  *Conn
 	topo  Topology
 	opts  PublisherOptions
-	slots chan *confirmChannel // nil entries are not opened yet
+	slots *channelPool
 	co    coalescer
+	hooks channelHooks
+	// notWritten answers the orders whose bound passed in the queue.
+	notWritten error
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -100,12 +109,21 @@ func newPublisher(conn *Conn, topo Topology, opts PublisherOptions) *Publisher {
 	opts.setDefaults()
 	topo.setDefaults()
 	p := &Publisher{conn: conn, topo: topo, opts: opts,
-		slots: make(chan *confirmChannel, opts.Channels), closed: make(chan struct{})}
-	for range opts.Channels {
-		p.slots <- nil
-	}
+		slots: newChannelPool(opts.Channels), closed: make(chan struct{})}
+	p.hooks = channelHooks{settled: p.settled,
+		expired: unknown(fmt.Errorf("%w (publish bound %v)", ErrConfirmTimeout, opts.ConfirmTimeout))}
+	p.notWritten = unavailable(fmt.Errorf("%w (%v)", ErrNotWritten, opts.ConfirmTimeout))
+	p.co.reaper = time.AfterFunc(time.Hour, p.reap)
+	p.co.reaper.Stop()
 	return p
 }
+
+// Bound is the longest a call of Publish or PublishRaw takes, from its
+// call to its return: PublisherOptions.ConfirmTimeout, its default
+// applied. Nothing the publisher waits for extends it. The gateway's order
+// status assumes it: a request that reserved an order may take the
+// reservation back only until its publish returned and its cleanup ran.
+func (p *Publisher) Bound() time.Duration { return p.opts.ConfirmTimeout }
 
 // Why a publish failed. Each comes wrapped together with
 // order.ErrUnavailable when the message is certainly in no queue, or with
@@ -118,25 +136,29 @@ var (
 	// ErrBlocked: the broker blocks publishers (a resource alarm), so
 	// nothing was written (unavailable).
 	ErrBlocked = errors.New("connection blocked by the broker")
-	// ErrConfirmTimeout: the message was written and no confirm came in
-	// time (unknown: a memory alarm delays confirms, and the message is
-	// enqueued once it lifts).
+	// ErrConfirmTimeout: the message was written and no confirm came
+	// within the publish's bound (unknown: a memory alarm delays confirms,
+	// and the message is enqueued once it lifts).
 	ErrConfirmTimeout = errors.New("no confirm in time")
+	// ErrNotWritten: the publish's bound passed while the order waited
+	// for its turn or for a channel; nothing was written (unavailable).
+	ErrNotWritten = errors.New("not written within the publish bound")
 	// ErrConfirmLost: the channel closed after the message was written
 	// and before its confirm (unknown).
 	ErrConfirmLost = errors.New("channel closed before the confirm")
 )
 
 // Publish sends o as JSON to the order exchange: alone (MessageId = o.ID)
-// or, when other publishes are waiting for their confirm, together with
-// the orders that arrived meanwhile in one ContentTypeOrders message (see
-// coalesce.go). It returns nil only once the broker acked the message
-// holding o into a queue. A failure wraps order.ErrUnavailable when o is
-// certainly in no queue (not written, nacked, returned, broker down or
-// blocking) and order.ErrOutcomeUnknown when it may be (written, then no
-// confirm in time, the channel lost, or ctx ended while waiting); an
-// invalid order wraps order.ErrInvalid.
+// or together with the orders published at the same moment in one
+// ContentTypeOrders message (see coalesce.go). It returns nil only once the
+// broker acked the message holding o into a queue, and in any case within
+// Bound of its call. A failure wraps order.ErrUnavailable when o is
+// certainly in no queue (not written in time, nacked, returned, broker
+// down or blocking) and order.ErrOutcomeUnknown when it may be (written,
+// then no confirm in time, the channel lost, or ctx ended while waiting);
+// an invalid order wraps order.ErrInvalid.
 func (p *Publisher) Publish(ctx context.Context, o order.Order) error {
+	deadline := time.Now().Add(p.opts.ConfirmTimeout)
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("publish order: %w", err)
 	}
@@ -147,7 +169,7 @@ func (p *Publisher) Publish(ctx context.Context, o order.Order) error {
 	if err != nil {
 		return fmt.Errorf("publish order %s: encode: %w", o.ID, err)
 	}
-	pp := &pendingPublish{id: o.ID, body: body, done: make(chan error, 1)}
+	pp := &pendingPublish{id: o.ID, body: body, deadline: deadline, done: make(chan error, 1)}
 	if p.opts.Headers != nil {
 		pp.headers = p.opts.Headers(ctx)
 		if err := pp.headers.Validate(); err != nil {
@@ -183,56 +205,48 @@ func (p *Publisher) refuseEarly(ctx context.Context) error {
 
 // PublishRaw sends msg as given (set DeliveryMode to amqp.Persistent) to
 // exchange with routingKey, mandatory, and waits for the confirm like
-// Publish, with the same errors. Replays and retries use it.
+// Publish, within the same bound and with the same errors. Replays and
+// retries use it.
 func (p *Publisher) PublishRaw(ctx context.Context, exchange, routingKey string, msg amqp.Publishing) error {
-	if err := p.publish(ctx, exchange, routingKey, msg); err != nil {
+	m := &message{key: returnKey{msg.MessageId, exchange, routingKey},
+		deadline: time.Now().Add(p.opts.ConfirmTimeout), done: make(chan error, 1)}
+	if err := msg.Headers.Validate(); err != nil {
+		return fmt.Errorf("publish to %s: headers: %w", exchange, err)
+	}
+	if err := p.write(ctx, exchange, routingKey, msg, m); err != nil {
+		return fmt.Errorf("publish to %s: %w", exchange, err)
+	}
+	var err error
+	select {
+	case err = <-m.done:
+	case <-ctx.Done():
+		err = unknown(fmt.Errorf("waiting for confirm: %w", ctx.Err()))
+	}
+	if err != nil {
 		return fmt.Errorf("publish to %s: %w", exchange, err)
 	}
 	return nil
 }
 
-func (p *Publisher) publish(ctx context.Context, exchange, routingKey string, msg amqp.Publishing) error {
-	if err := msg.Headers.Validate(); err != nil {
-		return fmt.Errorf("headers: %w", err)
-	}
-	cc, err := p.acquire(ctx)
+// write writes msg as m on a pooled channel, which then answers m: at its
+// confirm, at its deadline or when the channel is lost. An error means m
+// was not written, and nothing answers it. Waiting for a channel, and
+// opening one, end at m's deadline.
+func (p *Publisher) write(ctx context.Context, exchange, routingKey string, msg amqp.Publishing, m *message) error {
+	cc, err := p.acquire(ctx, m.deadline)
 	if err != nil {
 		return err
 	}
-	key := returnKey{msg.MessageId, exchange, routingKey}
-	o := cc.expect(key)
-	dc, err := cc.ch.PublishWithDeferredConfirmWithContext(ctx, exchange, routingKey, true, false, msg)
-	p.slots <- cc
-	if err != nil {
-		cc.forget(key, o)
+	if err := cc.register(m); err != nil {
+		p.slots.put(cc)
+		return unavailable(err)
+	}
+	err = cc.ch.Publish(exchange, routingKey, true, false, msg)
+	p.slots.put(cc)
+	if err != nil && cc.unregister(m) {
 		return writeFailed(err)
 	}
-	return p.awaitConfirm(ctx, cc, dc, key, o)
-}
-
-func (p *Publisher) awaitConfirm(ctx context.Context, cc *confirmChannel,
-	dc *amqp.DeferredConfirmation, key returnKey, o *outstanding) error {
-	timer := time.NewTimer(p.opts.ConfirmTimeout)
-	defer timer.Stop()
-	select {
-	case <-dc.Done():
-	case <-ctx.Done():
-		go cc.settleLater(dc, key, o)
-		return unknown(fmt.Errorf("waiting for confirm: %w", ctx.Err()))
-	case <-timer.C:
-		go cc.settleLater(dc, key, o)
-		return unknown(fmt.Errorf("%w (%v)", ErrConfirmTimeout, p.opts.ConfirmTimeout))
-	}
-	cc.sync()
-	returned, why := cc.forget(key, o)
-	switch {
-	case !dc.Acked() && cc.ch.IsClosed():
-		return unknown(ErrConfirmLost)
-	case !dc.Acked():
-		return unavailable(ErrNacked)
-	case returned:
-		return unavailable(fmt.Errorf("%w: %s", ErrReturned, why))
-	}
+	// Written, or the channel was lost meanwhile and answered m (unknown).
 	return nil
 }
 
@@ -263,53 +277,69 @@ func unavailable(err error) error {
 func unknown(err error) error { return fmt.Errorf("%w: %w", order.ErrOutcomeUnknown, err) }
 
 // acquire takes a pool slot, opening (or replacing a closed) channel in
-// it. The caller puts the slot back right after writing its publish.
-func (p *Publisher) acquire(ctx context.Context) (*confirmChannel, error) {
-	var cc *confirmChannel
+// it, waiting at most until deadline (or ctx's end) for either. The caller
+// puts the slot back right after writing.
+func (p *Publisher) acquire(ctx context.Context, deadline time.Time) (*confirmChannel, error) {
 	select {
-	case cc = <-p.slots:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: waiting for a channel: %w", order.ErrUnavailable, ctx.Err())
+	case <-p.slots.tokens:
+	default:
+		timer := time.NewTimer(time.Until(deadline))
+		defer timer.Stop()
+		select {
+		case <-p.slots.tokens:
+		case <-ctx.Done():
+			return nil, unavailable(fmt.Errorf("waiting for a channel: %w", ctx.Err()))
+		case <-timer.C:
+			return nil, p.notWritten
+		}
 	}
+	cc := p.slots.pop()
 	select {
 	case <-p.closed:
-		p.slots <- cc
+		p.slots.put(cc)
 		return nil, fmt.Errorf("%w: publisher closed", order.ErrUnavailable)
 	default:
 	}
 	if p.conn.Blocked() {
-		p.slots <- cc
+		p.slots.put(cc)
 		return nil, unavailable(ErrBlocked)
 	}
-	if cc != nil && !cc.ch.IsClosed() {
+	if cc != nil && cc.usable() {
 		return cc, nil
 	}
 	if cc != nil {
 		cc.close()
 	}
-	cc, err := openConfirmChannel(p.conn)
-	if err != nil {
-		p.slots <- nil
-		if !errors.Is(err, order.ErrUnavailable) {
-			err = fmt.Errorf("%w: %w", order.ErrUnavailable, err)
-		}
-		return nil, err
+	octx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	// A channel opened after the deadline still fills the slot.
+	cc, err := openConfirmChannel(octx, p.conn, p.hooks, p.slots.put)
+	switch {
+	case errors.Is(err, errOpenTimeout):
+		// The slot is given back when the open ends.
+		return nil, unavailable(fmt.Errorf("%w: %w", ErrNotWritten, err))
+	case err != nil:
+		p.slots.put(nil)
+		return nil, unavailable(err)
 	}
 	return cc, nil
 }
 
-// Close closes the pooled channels; publishes still waiting for a confirm
-// fail with order.ErrUnavailable. The connection stays open.
+// Close fails the orders still waiting in the publish queue (unavailable)
+// and closes the pooled channels: the messages they still wait a confirm
+// for are answered unknown (ErrConfirmLost). The connection stays open.
 func (p *Publisher) Close() error {
 	p.closeOnce.Do(func() {
 		close(p.closed)
+		p.closeQueue()
 		for range p.opts.Channels {
-			if cc := <-p.slots; cc != nil {
+			<-p.slots.tokens
+			if cc := p.slots.pop(); cc != nil {
 				cc.close()
 			}
 		}
 		for range p.opts.Channels {
-			p.slots <- nil
+			p.slots.put(nil)
 		}
 	})
 	return nil
