@@ -10,11 +10,13 @@ import (
 	"time"
 
 	apidoc "surge/api"
+	"surge/pkg/cluster"
 	"surge/pkg/config"
 	"surge/pkg/console"
 	"surge/pkg/gateway"
 	"surge/pkg/httpapi"
 	"surge/pkg/idem"
+	"surge/pkg/keys"
 	"surge/pkg/metrics"
 	"surge/pkg/ops"
 	"surge/pkg/productview"
@@ -104,6 +106,15 @@ type GatewayConfig struct {
 	// 100ms; 0 turns such answers off (every order runs the reserve
 	// script).
 	SoldOutReadTimeout time.Duration `envconfig:"SOLD_OUT_READ_TIMEOUT" default:"100ms"`
+	// FailoverDoubt is how long after a Redis master took over (a
+	// replica promoted) the gateway answers no order "not taken" (sold
+	// out, over the purchase limit) from that master's memory: it may lack
+	// an order its predecessor accepted, whose message is still on its
+	// way to be invoiced, and such an answer is an unknown outcome (503
+	// outcome_unknown) instead. Longer than the worker's retry tiers
+	// together (1s+10s+60s). SURGE_FAILOVER_DOUBT, default 2m; 0 turns it
+	// off.
+	FailoverDoubt time.Duration `envconfig:"FAILOVER_DOUBT" default:"2m"`
 	// CORSOrigins are the browser origins (exact, e.g.
 	// https://shop.example) allowed to call the API: SURGE_CORS_ORIGINS,
 	// comma-separated, default none.
@@ -182,6 +193,7 @@ type Gateway struct {
 	Stock *stock.Stock
 
 	products       *productview.Views
+	promotions     *cluster.Promotions
 	closeConsole   func()
 	closeCustomers func()
 }
@@ -227,12 +239,14 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	records := idem.New(eng.fast, cfg.IdempotencyTTL)
 	claims, limited := customerLimited(records, cfg.RateLimit)
 	prods := newProducts(eng.fast, eng.db, cfg.ProductTTL, log)
+	promotions, failovers := watchPromotions(ctx, eng, cfg.FailoverDoubt)
 	var hints *gateway.SoldOut
 	if cfg.SoldOutReadTimeout > 0 {
-		hints = &gateway.SoldOut{Sighter: st, Window: cfg.IdempotencyTTL, Timeout: cfg.SoldOutReadTimeout}
+		hints = &gateway.SoldOut{Sighter: st, Window: cfg.IdempotencyTTL, Timeout: cfg.SoldOutReadTimeout,
+			Failovers: failovers}
 	}
 	orders := gateway.New(gateway.Service{Stock: st, Idem: claims, Queue: pub, Catalog: catalog{eng.db}, Log: log,
-		SoldOut: hints, Observer: gatewayObserver(limited, tel, topo.Exchange)})
+		SoldOut: hints, Failovers: failovers, Observer: gatewayObserver(limited, tel, topo.Exchange)})
 	tracker := &gateway.Tracker{Ledger: ledger{eng.db}, Idem: records, Stock: st,
 		Undoable: undoable(cfg, pub, orders)}
 	api := &httpapi.Server{
@@ -250,7 +264,8 @@ func NewGateway(ctx context.Context, cfg GatewayConfig, log *slog.Logger) (*Gate
 	api.AdminReady = []httpapi.Check{redisUp, mqUp, {Name: "mysql", Ping: eng.db.Ping}}
 	api.IPLimit, api.LimitObserver = ipLimit(eng.fast, cfg.RateLimit), metrics.LimitObserver{}
 	api.TrustedProxies = trusted
-	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st, tel: tel, closeCustomers: closeCustomers}
+	g := &Gateway{cfg: cfg, log: log, eng: eng, pub: pub, Stock: st, tel: tel, closeCustomers: closeCustomers,
+		promotions: promotions}
 	api.RatePolicies = ratePolicies(cfg.RateLimit)
 	api.OpenAPI = apidoc.OpenAPI
 	public, admin := instrumented(api, cfg.CORSOrigins, tel)
@@ -332,11 +347,21 @@ func (g *Gateway) Run(ctx context.Context) error {
 	errc := make(chan error, 2)
 	go func() { errc <- g.srv.Serve(g.ln) }()
 	go func() { errc <- g.admin.Serve(g.adln) }()
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		if g.promotions != nil {
+			g.promotions.Run(wctx, promotionsEvery, g.log)
+		}
+	}()
 	var err error
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
 	}
+	stopWatch()
+	<-watched
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	err = errors.Join(ignoreClosed(err), ignoreClosed(g.srv.Shutdown(sctx)), ignoreClosed(g.admin.Shutdown(sctx)))
 	cancel()
@@ -384,4 +409,28 @@ func undoable(cfg GatewayConfig, pub *queue.Publisher, orders *gateway.Service) 
 		d += cfg.ReserveWaitTimeout
 	}
 	return d
+}
+
+// promotionsEvery is how often a gateway reads the cluster's masters
+// (cluster.Promotions): a promotion is seen at most this late, or at once
+// when the client's own slot map names a master the last read did not.
+const promotionsEvery = time.Second
+
+// watchPromotions reads the cluster's masters once (those of this first
+// read count as long established) and returns the watch, nil when doubt
+// is 0, with its SKU adapter for the order path.
+func watchPromotions(ctx context.Context, eng *engines, doubt time.Duration) (*cluster.Promotions, gateway.Failovers) {
+	if doubt <= 0 {
+		return nil, nil
+	}
+	p := cluster.NewPromotions(eng.redis.ClusterClient, doubt)
+	_ = p.Look(ctx) // failing, nothing counts as recent until Run's first read
+	return p, skuFailovers{p}
+}
+
+// skuFailovers asks about a SKU's master by one of its keys.
+type skuFailovers struct{ p *cluster.Promotions }
+
+func (f skuFailovers) Recent(ctx context.Context, sku string) bool {
+	return f.p.Recent(ctx, keys.Avail(sku))
 }

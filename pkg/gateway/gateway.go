@@ -69,6 +69,16 @@ type Publisher interface {
 	Publish(ctx context.Context, o order.Order) error
 }
 
+// Failovers tells whether the Redis master holding a SKU's keys took
+// over recently: a promoted replica may lack the last writes its
+// predecessor acknowledged (replication is asynchronous), an accepted
+// order's reservation and state among them, until the orders those
+// writes belonged to have settled. The app's adapter of
+// *cluster.Promotions implements it.
+type Failovers interface {
+	Recent(ctx context.Context, sku string) bool
+}
+
 // Catalog tells whether a SKU exists, for the rare order on a SKU whose
 // stock is not in Redis. *store.Store implements it through an adapter.
 type Catalog interface {
@@ -89,6 +99,12 @@ type Service struct {
 	// even when the client went away. Default 2s.
 	CleanupTimeout time.Duration
 
+	// Failovers, when set, keeps the gateway from answering "not taken"
+	// (sold out, over the purchase limit) from the memory of a master that
+	// took over recently: the key may name an order answered 202 whose
+	// state that master never received, still on its way to be invoiced.
+	// Such an answer becomes an unknown outcome.
+	Failovers Failovers
 	// SoldOut, when set, answers orders for a SKU sold out from a read
 	// made for them, with no write (RefuseSoldOut); it learns which SKUs
 	// are worth a read from Accept's reservations.
@@ -135,6 +151,7 @@ func (s *Service) RefuseSoldOut(ctx context.Context, o order.Order, idemKey stri
 //	claim failed, key names an open order      unknown outcome, that order
 //	claim failed, key names none               503 unavailable
 //	reserve: sold out, purchase limit          409: nothing reserved
+//	  ... on a master that took over recently  unknown outcome, nothing reserved
 //	reserve: a retry of an undone order        503 unavailable
 //	reserve: stock not loaded                  404 unknown SKU or 503
 //	reserve failed (Redis)                     undone: 503; undo failed: unknown
@@ -277,6 +294,12 @@ func (s *Service) Refused(ctx context.Context, o order.Order, key string, cause 
 func (s *Service) reserveFailed(ctx context.Context, o order.Order, c order.Claim, res order.Reservation, err error) error {
 	switch {
 	case errors.Is(err, order.ErrSoldOut), errors.Is(err, order.ErrPurchaseLimit):
+		if s.Failovers != nil && s.Failovers.Recent(ctx, o.SKU) {
+			// This request reserved nothing, but the key may name an
+			// order the master's predecessor accepted and this master
+			// never heard of: it is not "not taken" until it settles.
+			return s.unknown(ctx, o, fmt.Errorf("%w, as told by a master that took over recently", err))
+		}
 		return err
 	case errors.Is(err, order.ErrUndone):
 		// The request that made the order answered it not taken while

@@ -34,8 +34,9 @@ type Sighter interface {
 // fewer than it asks for and its key names no reserved order: a retry of
 // an accepted or possibly accepted order always goes the full way and
 // gets its own answer. Anything else (units left, a reserved order, the
-// stock not loaded, a read that failed or took longer than Timeout) sends
-// the request the full way, as if this did not exist.
+// stock not loaded, a read that failed or took longer than Timeout, a
+// master that took over recently: Failovers) sends the request the full
+// way, as if this did not exist.
 //
 // Nothing is recorded for the answer, so the key stays free: a retry with
 // the same key is a new attempt, answered sold out again while no unit is
@@ -58,6 +59,10 @@ type SoldOut struct {
 	MaxBatch int
 	// Now defaults to time.Now (the key's window).
 	Now func() time.Time
+	// Failovers, when set: no sold-out answer is read from a master that
+	// took over recently (its orders may lack ones its predecessor
+	// accepted); such orders go the full way (Service.Failovers).
+	Failovers Failovers
 
 	once  sync.Once
 	reads *coalesce.Coalescer[*sightingAsk]
@@ -168,6 +173,12 @@ func (s *SoldOut) init() {
 
 // read reads sku once for a batch of requests and answers each.
 func (s *SoldOut) read(sku string, batch []*sightingAsk) {
+	if s.Failovers != nil && s.Failovers.Recent(context.Background(), sku) {
+		for _, a := range batch {
+			a.done <- false
+		}
+		return
+	}
 	ids := make([]string, 0, 4*len(batch))
 	for _, a := range batch {
 		ids = append(ids, a.ids...)

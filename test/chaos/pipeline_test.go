@@ -38,6 +38,12 @@ type pipeline struct {
 	wcfg  app.WorkerConfig
 }
 
+// failoverDoubt is the gateways' SURGE_FAILOVER_DOUBT here: shorter than
+// the default (2m), as the worker runs throughout and settles an order in
+// well under a second, and long enough to cover a test's retries after a
+// promotion. The checks after a sale wait it out.
+const failoverDoubt = 15 * time.Second
+
 func logger() *slog.Logger {
 	if os.Getenv("SURGE_CHAOS_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -73,7 +79,9 @@ func startGatewayOnly(t *testing.T) *pipeline {
 	t.Cleanup(func() { apptest.DeleteTopology(c) })
 	p := &pipeline{t: t, cfg: c}
 	var g *app.Gateway
-	p.url, g = apptest.Gateway(t, apptest.GatewayConfig(t, c, adminToken), logger())
+	gcfg := apptest.GatewayConfig(t, c, adminToken)
+	gcfg.FailoverDoubt = failoverDoubt
+	p.url, g = apptest.Gateway(t, gcfg, logger())
 	p.admin = apptest.AdminURL(g)
 	p.wcfg = apptest.WorkerConfig(t, c)
 	p.wcfg.Prefetch, p.wcfg.Concurrency = 64, 16
