@@ -21,9 +21,10 @@
 //
 // SURGE_FAULTS_PROFILE is ci (the default: the reconciler's grace 20s,
 // retry tiers 200ms/1s/3s, the worker's lock TTL 3s, MariaDB paused 20s
-// at most, a sale of 60s) or production (surge's defaults: grace 5m, tiers
-// 1s/10s/60s, lock TTL 10s, MariaDB paused up to 90s, a sale of 30m; make
-// test-faults-long). SURGE_FAULTS_DURATION (the profile's) is the length
+// at most, the gateways' failover doubt 30s, a sale of 60s) or production
+// (surge's defaults: grace 5m, tiers 1s/10s/60s, lock TTL 10s, MariaDB
+// paused up to 90s, failover doubt 3m to outlast that pause, a sale of
+// 30m; make test-faults-long). SURGE_FAULTS_DURATION (the profile's) is the length
 // of the sale, SURGE_FAULTS_SEED replays a run (the seed is printed at its
 // start), SURGE_FAULTS_RUNS (1) runs several seeds in a row,
 // SURGE_FAULTS_KEEP=1 keeps the temporary directory (logs, history.jsonl)
@@ -98,12 +99,13 @@ type profile struct {
 	grace         time.Duration // SURGE_RECONCILE_GRACE
 	tiers         string        // SURGE_AMQP_RETRY_DELAYS
 	lockTTL       time.Duration // SURGE_WORKER_LOCK_TTL
+	doubt         time.Duration // SURGE_FAILOVER_DOUBT: past the longest MariaDB pause and the tiers
 	duration      time.Duration // the sale, unless SURGE_FAULTS_DURATION
 }
 
 var profiles = map[string]profile{
-	"ci":         {name: "ci", maxMySQLPause: 20 * time.Second, grace: 20 * time.Second, tiers: "200ms,1s,3s", lockTTL: 3 * time.Second, duration: 60 * time.Second},
-	"production": {name: "production", maxMySQLPause: 90 * time.Second, grace: 5 * time.Minute, tiers: "1s,10s,60s", lockTTL: 10 * time.Second, duration: 30 * time.Minute},
+	"ci":         {name: "ci", maxMySQLPause: 20 * time.Second, grace: 20 * time.Second, tiers: "200ms,1s,3s", lockTTL: 3 * time.Second, doubt: 30 * time.Second, duration: 60 * time.Second},
+	"production": {name: "production", maxMySQLPause: 90 * time.Second, grace: 5 * time.Minute, tiers: "1s,10s,60s", lockTTL: 10 * time.Second, doubt: 3 * time.Minute, duration: 30 * time.Minute},
 }
 
 func readSettings(t *testing.T) settings {

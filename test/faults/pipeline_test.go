@@ -66,7 +66,7 @@ func startPipeline(t *testing.T, eng *engines, run int, h *history, pr profile) 
 		"SURGE_AMQP_DEAD_QUEUE="+p.deadQueue(), "SURGE_AMQP_RETRY_DELAYS="+pr.tiers,
 		"SURGE_MYSQL_DSN="+dsn, "SURGE_MYSQL_MAX_CONNS=20", "SURGE_ADMIN_TOKEN="+adminToken,
 		"SURGE_WORKER_METRICS_ADDR=", "SURGE_RECONCILE_GRACE="+pr.grace.String(),
-		"SURGE_WORKER_LOCK_TTL="+pr.lockTTL.String(),
+		"SURGE_WORKER_LOCK_TTL="+pr.lockTTL.String(), "SURGE_FAILOVER_DOUBT="+pr.doubt.String(),
 		"SURGE_WORKER_PREFETCH=64", "SURGE_WORKER_CONCURRENCY=16", "SURGE_LOG_LEVEL=info")
 	if out, err := p.command("gateway", "migrate").CombinedOutput(); err != nil {
 		t.Fatalf("gateway migrate: %v\n%s", err, out)

@@ -5,6 +5,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"syscall"
 	"time"
 )
@@ -56,6 +57,7 @@ func (n *nemesis) blackhole(ctx context.Context, f *fault) error {
 	if err := fw.drop(id, pr.uid, port); err != nil {
 		return err
 	}
+	defer n.provokeMySQL(f, pr)()
 	sleep(ctx, f.hold)
 	dropped := 0
 	werr := waitUntil(5*time.Second, 100*time.Millisecond, func() error {
@@ -70,6 +72,36 @@ func (n *nemesis) blackhole(ctx context.Context, f *fault) error {
 		f.effect = fmt.Sprintf("%d packets dropped", dropped)
 	}
 	return firstErr(werr, herr)
+}
+
+// provokeMySQL makes a gateway whose MySQL link is cut talk to MySQL while
+// the cut lasts: it needs MySQL only for the admin API and the few reads
+// the cache misses, so a quiet moment met no packet and proved nothing.
+// Its admin readiness probe pings MySQL, as an operator's console does.
+// Workers talk to MySQL for every order; nothing is done for them.
+func (n *nemesis) provokeMySQL(f *fault, pr *proc) (stop func()) {
+	var gw int
+	if f.kind != holeMySQL || pr.program != "gateway" {
+		return func() {}
+	}
+	if _, err := fmt.Sscanf(pr.name, "gateway%d", &gw); err != nil || gw >= len(n.p.adminURLs) {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c := &http.Client{Timeout: time.Second}
+		for ctx.Err() == nil {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.p.adminURLs[gw]+"/v1/admin/readyz", nil)
+			req.Header.Set("Authorization", "Bearer "+adminToken)
+			if resp, err := c.Do(req); err == nil {
+				resp.Body.Close()
+			}
+			sleep(ctx, 300*time.Millisecond)
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // enginePort is the port program pr reaches the fault's engine on: the
