@@ -48,6 +48,17 @@ type pipeline struct {
 	// dbProxy and mqProxy carry each service's links to MySQL and
 	// RabbitMQ (by program: gateway, worker), for latency and resets.
 	dbProxy, mqProxy map[string]*testenv.Proxy
+	// verdicts are the run's failures, repeated after the logs' tails so a
+	// failing run ends with why it failed.
+	verdicts []string
+}
+
+// fail fails the run and keeps the reason for the run's last lines.
+func (p *pipeline) fail(format string, args ...any) {
+	p.t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	p.verdicts = append(p.verdicts, msg)
+	p.t.Error(msg)
 }
 
 func startPipeline(t *testing.T, eng *engines, run int, h *history, pr profile) *pipeline {
@@ -169,6 +180,9 @@ func (p *pipeline) stop() {
 	if p.t.Failed() {
 		for _, pr := range p.procs() {
 			p.t.Logf("--- last warnings and errors of %s (%s)\n%s", pr.name, pr.log, tailFile(pr.log, 12, `"level":"INFO"`))
+		}
+		for _, v := range p.verdicts {
+			p.t.Logf("--- this run failed: %s", v)
 		}
 	}
 	_ = p.db.Close()

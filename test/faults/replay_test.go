@@ -24,7 +24,7 @@ func TestReplayHistory(t *testing.T) {
 		}
 		c := runChecks(h, e, ri)
 		t.Logf("samples judged per check: %s", c.judgedLine())
-		reportViolations(t, ri.Seed, c, nil)
+		_ = reportViolations(t, ri.Seed, c, nil)
 		return
 	}
 	for _, tc := range replayCases() {

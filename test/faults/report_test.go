@@ -88,8 +88,9 @@ func countLine[K comparable](m map[K]int) string {
 
 // reportViolations fails the run with the seed and the violations per
 // check, printing a few orders of each with their answers, end state and
-// the faults around them.
-func reportViolations(t *testing.T, seed int64, c *checker, faults []*fault) {
+// the faults around them. It returns the failure's one-line summary, or ""
+// when the run kept the promise.
+func reportViolations(t *testing.T, seed int64, c *checker, faults []*fault) string {
 	if len(c.excuse) > 0 {
 		t.Logf("202s compensated (%s) in a run that could lose Redis writes (check 3's exception): %d",
 			compensation, len(c.excuse))
@@ -99,7 +100,7 @@ func reportViolations(t *testing.T, seed int64, c *checker, faults []*fault) {
 	}
 	if len(c.vs) == 0 {
 		t.Logf("seed %d: no violation", seed)
-		return
+		return ""
 	}
 	byCheck := map[string][]violation{}
 	for _, v := range c.vs {
@@ -119,8 +120,10 @@ func reportViolations(t *testing.T, seed int64, c *checker, faults []*fault) {
 			t.Logf("  %s", c.describe(v, faults))
 		}
 	}
-	t.Errorf("seed %d: %d violations (%s); replay with SURGE_FAULTS_SEED=%d SURGE_FAULTS_RUNS=1",
+	verdict := fmt.Sprintf("seed %d: %d violations (%s); replay with SURGE_FAULTS_SEED=%d SURGE_FAULTS_RUNS=1",
 		seed, len(c.vs), strings.Join(counts, ", "), seed)
+	t.Error(verdict)
+	return verdict
 }
 
 // describe spells a violation with its order's requests, answers, end

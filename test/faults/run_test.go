@@ -59,7 +59,7 @@ func runOnce(t *testing.T, eng *engines, run int, seed int64, st settings) {
 	reconciles := settle(t, p, saleEnd, st.profile.grace)
 	ri.Mopped = mopUp(w)
 	if err := p.drain(90 * time.Second); err != nil {
-		t.Errorf("the queue did not drain after the mop-up: %v", err)
+		p.fail("the queue did not drain after the mop-up: %v", err)
 	}
 	reconciles = append(reconciles, p.reconcile("after the mop-up"))
 
@@ -71,7 +71,9 @@ func runOnce(t *testing.T, eng *engines, run int, seed int64, st settings) {
 	c := runChecks(h, e, ri)
 	summarize(t, h, e, skus, nem.list(), reconciles, time.Since(began))
 	t.Logf("samples judged per check: %s", c.judgedLine())
-	reportViolations(t, seed, c, nem.list())
+	if verdict := reportViolations(t, seed, c, nem.list()); verdict != "" {
+		p.verdicts = append(p.verdicts, verdict)
+	}
 	if t.Failed() {
 		keepHistory(t, ri, h, e, p.dir)
 	} else if st.keep {
@@ -106,16 +108,16 @@ func keepHistory(t *testing.T, ri *runInfo, h *history, e *endState, logs string
 // `reconciler once` twice. It returns their exit codes.
 func settle(t *testing.T, p *pipeline, saleEnd time.Time, grace time.Duration) []int {
 	if err := p.eng.heal(); err != nil {
-		t.Errorf("heal the engines: %v", err)
+		p.fail("heal the engines: %v", err)
 	}
 	if err := p.ensureRunning(); err != nil {
-		t.Errorf("after the sale: %v", err)
+		p.fail("after the sale: %v", err)
 	}
 	if err := p.waitReady(90 * time.Second); err != nil {
-		t.Errorf("gateways not ready after the sale: %v", err)
+		p.fail("gateways not ready after the sale: %v", err)
 	}
 	if err := p.drain(150 * time.Second); err != nil {
-		t.Errorf("the queue did not drain after the sale: %v", err)
+		p.fail("the queue did not drain after the sale: %v", err)
 	}
 	if wait := time.Until(saleEnd.Add(grace + 2*time.Second)); wait > 0 {
 		t.Logf("waiting %s for the reconciler's grace (%s) to pass since the sale", wait.Round(time.Second), grace)
